@@ -1,0 +1,30 @@
+# Two entry points, each setting itself up in .venv: `make demo` and `make test`.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.disambig-installed
+# The portable llama.cpp build: the native one crashes on prompt prefill on AMX/AVX-512 CPUs.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
+export HF_HUB_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: demo test install lint bench
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/disambig lm check
+	$(VENV)/bin/disambig ask "Who has the highest goals in world football?"
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .

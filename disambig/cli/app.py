@@ -1,0 +1,32 @@
+"""Root command: global options and sub-command registration."""
+
+from __future__ import annotations
+
+import typer
+
+from disambig import __version__
+from disambig.cli import ask_cmd, lm_cmd
+
+app = typer.Typer(
+    no_args_is_help=True, add_completion=False, help="DSPy programs for ambiguous and find-all questions."
+)
+app.add_typer(lm_cmd.app, name="lm")
+app.command("ask")(ask_cmd.ask)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"disambig {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    """disambig: retrieval-augmented generation that handles ambiguity."""
+
+
+def main() -> None:
+    """Console entry point."""
+    app()

@@ -1,0 +1,62 @@
+"""Run-time settings in one place: CLI flags override ``DISAMBIG_*`` variables, which override defaults."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+ENV_PREFIX = "DISAMBIG_"
+
+
+def _default_cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return str(Path(base) / "disambig")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a run needs to know that is not a program argument.
+
+    Attributes:
+        lm: LM spec for programs (`local`, `local:/path/model.gguf`, or a LiteLLM model string).
+        judge_lm: LM spec for LLM-judge metrics; empty means "same as ``lm``".
+        cache_dir: where indexes and other derived files live.
+        threads: CPU threads for the embedded LM and for parallel evaluation.
+        ctx: context window of the embedded LM, in tokens.
+    """
+
+    lm: str = "local"
+    judge_lm: str = ""
+    cache_dir: str = ""
+    threads: int = 2
+    ctx: int = 8192
+
+    def with_overrides(self, **overrides: object) -> Settings:
+        """Return a copy with every override that is not None applied."""
+        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Resolve settings: explicit overrides (CLI flags) > ``DISAMBIG_*`` env vars > defaults."""
+    values: dict[str, object] = {}
+    for f in fields(Settings):
+        raw = os.environ.get(ENV_PREFIX + f.name.upper())
+        if raw is None or raw == "":
+            continue
+        values[f.name] = _coerce(f.name, raw, f.type)
+    settings = Settings(**values).with_overrides(**overrides)
+    if not settings.cache_dir:
+        settings = replace(settings, cache_dir=_default_cache_dir())
+    if settings.threads < 1:
+        raise ValueError(f"threads={settings.threads} must be at least 1")
+    return settings
+
+
+def _coerce(name: str, raw: str, annotation: object) -> object:
+    if annotation in (int, "int"):
+        try:
+            return int(raw)
+        except ValueError:
+            raise ValueError(f"{ENV_PREFIX}{name.upper()}={raw!r} is not an integer") from None
+    return raw

@@ -1,0 +1,129 @@
+"""An in-process GGUF model (llama-cpp-python) as a DSPy 3.4 engine.
+
+The engine turns a canonical ``dspy.lm15.Request`` into one chat completion under the model's own chat
+template. A JSON schema in ``response_format`` becomes grammar-constrained decoding, so even a 135M model
+returns parseable fields. One lock serialises calls: a llama context is not thread-safe, and
+``dspy.Evaluate`` calls from several threads.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from disambig.errors import MissingDependencyError
+
+SUPPORTED_PARAMS = frozenset({"temperature", "max_tokens", "stop", "seed", "top_p", "response_format"})
+
+
+class LlamaEngine:
+    """DSPy engine over a GGUF file; the model loads on first use.
+
+    Args:
+        model_path: path of the GGUF file.
+        threads: CPU threads for prefill and decode.
+        ctx: context window in tokens.
+    """
+
+    supports_response_schema = True
+    supported_params = SUPPORTED_PARAMS
+
+    def __init__(self, model_path: str, threads: int = 2, ctx: int = 8192) -> None:
+        self.model_path = model_path
+        self.threads = threads
+        self.ctx = ctx
+        self._llama: Any = None
+        self._lock = threading.Lock()
+
+    def dump_state(self) -> dict[str, Any]:
+        return {"model_path": self.model_path, "threads": self.threads, "ctx": self.ctx}
+
+    @classmethod
+    def load_state(cls, state: dict[str, Any]) -> LlamaEngine:
+        return cls(**state)
+
+    @property
+    def llama(self) -> Any:
+        """The loaded ``llama_cpp.Llama`` (loaded once, on first access)."""
+        if self._llama is None:
+            self._llama = _load_llama(self.model_path, self.threads, self.ctx)
+        return self._llama
+
+    def complete(self, request: Any) -> Any:
+        from dspy.clients.engines.base import validate_request
+
+        validate_request(request)
+        kwargs = completion_kwargs(request.config)
+        messages = chat_messages(request)
+        with self._lock:
+            raw = self.llama.create_chat_completion(messages=messages, **kwargs)
+        return to_response(raw, model=request.model)
+
+    def stream(self, request: Any) -> Any:
+        from dspy.lm15 import response_to_events
+
+        return response_to_events(self.complete(request))
+
+    def close(self) -> None:
+        with self._lock:
+            if self._llama is not None:
+                self._llama.close()
+                self._llama = None
+
+
+def _load_llama(model_path: str, threads: int, ctx: int) -> Any:
+    try:
+        from llama_cpp import Llama
+    except ImportError as exc:
+        raise MissingDependencyError(
+            "llama-cpp-python is not installed; install it with "
+            "`CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" pip install llama-cpp-python` (or `make demo`, which does this)"
+        ) from exc
+    return Llama(model_path=model_path, n_ctx=ctx, n_threads=threads, n_threads_batch=threads, verbose=False)
+
+
+def chat_messages(request: Any) -> list[dict[str, str]]:
+    """Flatten a canonical request into ``[{role, content}]`` for the model's chat template."""
+    messages = []
+    if request.system is not None:
+        system = request.system if isinstance(request.system, str) else "".join(p.text for p in request.system)
+        messages.append({"role": "system", "content": system})
+    messages.extend({"role": m.role, "content": m.text or ""} for m in request.messages)
+    return messages
+
+
+def completion_kwargs(config: Any) -> dict[str, Any]:
+    """Map ``lm15.Config`` onto ``Llama.create_chat_completion`` keyword arguments."""
+    kwargs: dict[str, Any] = {}
+    if config.max_tokens is not None:
+        kwargs["max_tokens"] = config.max_tokens
+    if config.temperature is not None:
+        kwargs["temperature"] = config.temperature
+    if config.top_p is not None:
+        kwargs["top_p"] = config.top_p
+    if config.seed is not None:
+        kwargs["seed"] = config.seed
+    if config.stop:
+        kwargs["stop"] = list(config.stop)
+    fmt = config.response_format
+    if fmt is not None:
+        kwargs["response_format"] = {"type": "json_object"}
+        if fmt.get("type") == "json_schema":
+            kwargs["response_format"]["schema"] = fmt["schema"]
+    return kwargs
+
+
+def to_response(raw: dict[str, Any], *, model: str) -> Any:
+    """Wrap a llama-cpp chat completion dict as a canonical ``lm15.Response`` with token usage."""
+    from dspy.lm15 import Message, Response, TextPart, Usage
+
+    choice = raw["choices"][0]
+    usage = raw.get("usage") or {}
+    finish = "length" if choice.get("finish_reason") == "length" else "stop"
+    return Response(
+        id=raw.get("id") or None,
+        model=model,
+        message=Message.assistant([TextPart(choice["message"].get("content") or "")]),
+        finish_reason=finish,
+        usage=Usage(input_tokens=usage.get("prompt_tokens", 0), output_tokens=usage.get("completion_tokens", 0)),
+    )

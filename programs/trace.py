@@ -1,0 +1,37 @@
+"""Measure a program run: wall time, LM calls and tokens, from ``dspy.track_usage``."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import dspy
+from disambig.programs.result import Trace
+
+
+@contextmanager
+def measured() -> Iterator[Trace]:
+    """Yield a ``Trace``; on exit it holds the wall time and the LM usage recorded inside the block.
+
+    Usage recorded here also rolls up into any enclosing ``dspy.track_usage`` block.
+    """
+    trace = Trace()
+    start = time.perf_counter()
+    with dspy.track_usage() as usage:
+        try:
+            yield trace
+        finally:
+            trace.seconds = time.perf_counter() - start
+            for entries in usage.usage_data.values():
+                trace.lm_calls += len(entries)
+                trace.input_tokens += sum(_count(e, "prompt_tokens", "input_tokens") for e in entries)
+                trace.output_tokens += sum(_count(e, "completion_tokens", "output_tokens") for e in entries)
+
+
+def _count(entry: dict[str, object], *keys: str) -> int:
+    for key in keys:
+        value = entry.get(key)
+        if isinstance(value, int):
+            return value
+    return 0

@@ -1,0 +1,53 @@
+"""The command line through typer's runner; the LM is scripted."""
+
+from __future__ import annotations
+
+import pytest
+from disambig.lm.adapter import CompactJSONAdapter
+from dspy.utils import DummyLM
+from typer.testing import CliRunner
+
+from disambig import __version__
+from disambig.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def scripted_lm(monkeypatch):
+    lm = DummyLM([{"long_answer": "42."}], adapter=CompactJSONAdapter())
+    monkeypatch.setattr("disambig.runtime.build_lm", lambda settings, spec=None, **kw: lm)
+
+
+def test_version():
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and __version__ in result.output
+
+
+def test_ask_closed_book_prints_answer_and_cost(scripted_lm):
+    result = runner.invoke(app, ["ask", "What is the answer?", "--program", "closed-book"])
+    assert result.exit_code == 0, result.output
+    assert "42." in result.output
+    assert "LM calls 1" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (["ask", "   "], "question is empty"),
+        (["ask", "q?", "--program", "nope"], "unknown program"),
+        (["ask", "q?", "--lm", "gpt4"], "unknown LM spec"),
+        (["ask", "q?", "--lm", "local:/no/such/model.gguf"], "does not exist"),
+    ],
+)
+def test_bad_input_exits_nonzero_with_a_clear_error(args, match):
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2
+    assert match in result.output
+
+
+@pytest.mark.slow
+def test_lm_check_on_embedded_model():
+    result = runner.invoke(app, ["lm", "check"])
+    assert result.exit_code == 0, result.output
+    assert "prefill tokens/s" in result.output and "decode tokens/s" in result.output

@@ -1,0 +1,89 @@
+"""The embedded GGUF model as a DSPy engine, on tiny prompts with the real model."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+
+import dspy
+import pytest
+from disambig.lm.llama_engine import LlamaEngine, completion_kwargs
+from disambig.lm.paths import default_gguf
+
+from disambig.errors import MissingDependencyError
+
+
+def test_missing_llama_cpp_names_the_fix(monkeypatch):
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)
+    with pytest.raises(MissingDependencyError, match="GGML_NATIVE=OFF"):
+        _ = LlamaEngine(str(default_gguf())).llama
+
+
+def test_config_maps_to_llama_kwargs():
+    from dspy.lm15 import Config
+
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+    config = Config(max_tokens=7, temperature=0.0, stop=("\n",), seed=3,
+                    response_format={"type": "json_schema", "schema": schema})
+    assert completion_kwargs(config) == {
+        "max_tokens": 7, "temperature": 0.0, "stop": ["\n"], "seed": 3,
+        "response_format": {"type": "json_object", "schema": schema},
+    }
+
+
+class Capital(dspy.Signature):
+    """Name the capital city of the country."""
+
+    country: str = dspy.InputField()
+    capital: str = dspy.OutputField()
+    population_millions: float = dspy.OutputField()
+
+
+@pytest.mark.slow
+def test_schema_is_obeyed_and_usage_counted(local_lm):
+    with dspy.context(lm=local_lm, adapter=dspy.JSONAdapter()), dspy.track_usage() as usage:
+        result = dspy.Predict(Capital)(country="France")
+    assert isinstance(result.capital, str) and result.capital
+    assert isinstance(result.population_millions, float)
+    (entries,) = usage.usage_data.values()
+    assert len(entries) == 1
+    assert entries[0]["prompt_tokens"] > 20 and entries[0]["completion_tokens"] > 0
+
+
+@pytest.mark.slow
+def test_raw_json_schema_call_returns_valid_json(local_lm):
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    out = local_lm.engine.llama.create_chat_completion(
+        messages=[{"role": "user", "content": "Give a city in Italy as JSON."}],
+        response_format={"type": "json_object", "schema": schema}, max_tokens=32, temperature=0.0,
+    )
+    assert isinstance(json.loads(out["choices"][0]["message"]["content"])["city"], str)
+
+
+@pytest.mark.slow
+def test_max_tokens_and_stop_are_honoured(local_lm):
+    short = local_lm("Count from one to twenty in words, separated by spaces.", max_tokens=3)
+    assert len(local_lm.engine.llama.tokenize(short[0].encode(), add_bos=False)) <= 3
+    stopped = local_lm("Write the numbers 1, 2, 3, 4, 5 separated by commas.", stop=["3"], max_tokens=40)
+    assert "3" not in stopped[0]
+
+
+@pytest.mark.slow
+def test_two_threads_calling_at_once_both_succeed(local_lm):
+    results: dict[int, list[str]] = {}
+    errors: list[BaseException] = []
+
+    def call(i: int) -> None:
+        try:
+            results[i] = local_lm(f"Say the number {i}.", max_tokens=8)
+        except BaseException as exc:  # noqa: BLE001 - the test reports any failure
+            errors.append(exc)
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in (1, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert set(results) == {1, 2} and all(isinstance(r[0], str) for r in results.values())

@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+import pytest
+from disambig.lm import make_lm, parse_spec
+from disambig.lm.paths import SMOLLM2_FILE
+
+from disambig.errors import ConfigurationError
+
+
+def test_local_resolves_to_packaged_gguf():
+    spec = parse_spec("local")
+    assert spec.is_local and spec.gguf.name == SMOLLM2_FILE and spec.gguf.is_file()
+
+
+def test_local_path_spec(tmp_path):
+    model = tmp_path / "tiny.gguf"
+    model.write_bytes(b"GGUF")
+    assert parse_spec(f"local:{model}").gguf == model
+
+
+def test_litellm_spec_passes_through():
+    spec = parse_spec("openai/gpt-4o-mini")
+    assert not spec.is_local and spec.model == "openai/gpt-4o-mini"
+
+
+@pytest.mark.parametrize(
+    ("spec", "match"),
+    [
+        ("", "empty"),
+        ("   ", "empty"),
+        ("gpt4", "unknown LM spec"),
+        ("local:/nonexistent/model.gguf", "does not exist"),
+    ],
+)
+def test_bad_specs_are_rejected_with_the_fix(spec, match):
+    with pytest.raises(ConfigurationError, match=match):
+        parse_spec(spec)
+
+
+def test_not_a_gguf(tmp_path):
+    path = tmp_path / "model.bin"
+    path.write_bytes(b"x")
+    with pytest.raises(ConfigurationError, match="not a .gguf"):
+        parse_spec(f"local:{path}")
+
+
+def test_litellm_lm_keeps_its_settings():
+    lm = make_lm("openai/gpt-4o-mini", temperature=0.3, max_tokens=100, api_base="http://127.0.0.1:9/v1", api_key="k")
+    assert lm.model == "openai/gpt-4o-mini"
+    assert lm.kwargs["temperature"] == 0.3 and lm.kwargs["max_tokens"] == 100
+    assert lm.kwargs["api_base"] == "http://127.0.0.1:9/v1"
+
+
+def test_local_lm_refuses_api_base():
+    with pytest.raises(ConfigurationError, match="api_base"):
+        make_lm("local", api_base="http://127.0.0.1:9/v1")
+
+
+def test_local_lm_is_lazy():
+    lm = make_lm("local")
+    assert lm.engine._llama is None  # nothing loaded until the first call
