@@ -1,0 +1,1 @@
+"""Compile recipes: DSPy optimizers run against the benchmark metrics, tracked in MLflow."""
