@@ -5,13 +5,15 @@ from __future__ import annotations
 import typer
 
 from disambig import __version__
-from disambig.cli import ask_cmd, lm_cmd
+from disambig.cli import ask_cmd, eval_cmd, lm_cmd
 
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, help="DSPy programs for ambiguous and find-all questions."
 )
 app.add_typer(lm_cmd.app, name="lm")
 app.command("ask")(ask_cmd.ask)
+app.command("eval")(eval_cmd.evaluate)
+app.command("compare")(eval_cmd.compare)
 
 
 def _version(value: bool) -> None:

@@ -1,0 +1,82 @@
+"""``disambig eval`` and ``disambig compare``: score programs on dataset splits, side by side."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from disambig.cli import options
+from disambig.cli.errors import user_errors
+from disambig.settings import load_settings
+
+
+@user_errors
+def evaluate(
+    program: str = typer.Argument(..., help="Registered program (see `disambig programs`)."),
+    dataset: str = typer.Option("asqa", "--dataset", "-d", help="asqa, ambignq, or a JSONL file in their format."),
+    split: str = typer.Option("dev", "--split", help="train, dev, test or all."),
+    limit: int | None = typer.Option(None, "--limit", "-n", min=1, help="First N questions of the split."),
+    metric: list[str] = typer.Option([], "--metric", "-m", help="Metric name (repeatable); default per dataset."),
+    retriever: str | None = typer.Option(None, "--retriever", help="bm25, dense or hybrid (default hybrid if needed)."),
+    corpus: str = typer.Option("wiki-slice", "--corpus", help="Corpus the retriever searches."),
+    lm: str | None = options.LM,
+    judge_lm: str | None = typer.Option(None, "--judge-lm", help="LM for judge metrics (env DISAMBIG_JUDGE_LM)."),
+    threads: int | None = options.THREADS,
+    out: Path | None = typer.Option(None, "--out", help="Run folder (default runs/PROGRAM-DATASET-SPLIT-N)."),
+    track: bool = typer.Option(True, "--track/--no-track", help="Record the run in MLflow."),
+) -> None:
+    """Run PROGRAM on a dataset split: progress, per-question JSONL (resumable), report.json, plot, MLflow run."""
+    from disambig.evaluation.session import EvalConfig, run_eval
+    from disambig.evaluation.setup import prepare_run
+
+    settings = load_settings(lm=lm, judge_lm=judge_lm, threads=threads)
+    run = prepare_run(settings, program, dataset, split, limit, list(metric), retriever, corpus)
+    config = EvalConfig(program=program, dataset=dataset, split=split, limit=limit, lm=settings.lm,
+                        judge_lm=settings.judge_lm or settings.lm, retriever=run.retriever_name,
+                        metrics=tuple(run.metrics))
+    out_dir = out or config.default_out()
+    console = Console()
+    with _progress(console) as progress:
+        task = progress.add_task(f"{program} on {dataset}/{split}", total=len(run.examples))
+        outcome = run_eval(config, run.program, run.examples, run.metrics, out_dir, threads=settings.threads,
+                           on_result=lambda _: progress.advance(task), track=track)
+    console.print(report_table([outcome.report]))
+    console.print(f"results: {out_dir}/results.jsonl · report: {out_dir}/report.json · plot: {out_dir}/tradeoff.png")
+    if outcome.mlflow_run_id:
+        console.print(f"MLflow run {outcome.mlflow_run_id}")
+
+
+@user_errors
+def compare(reports: list[Path] = typer.Argument(..., help="Run folders or report.json files.")) -> None:
+    """Print the side-by-side table of several runs."""
+    from disambig.evaluation.report import read_report
+
+    Console().print(report_table([read_report(path) for path in reports]))
+
+
+def report_table(reports: list[dict]) -> Table:
+    """Rows are runs; columns are every metric any run has, then cost and latency."""
+    from disambig.evaluation.plot import run_label
+
+    metric_names = sorted({name for r in reports for name in r["metrics"]})
+    cost = ["tokens_per_q", "lm_calls_per_q", "latency_p50_s", "latency_p95_s"]
+    table = Table(title="Evaluation")
+    for column in ["run", "n", "fail", *metric_names, *cost]:
+        table.add_column(column, justify="left" if column == "run" else "right")
+    for r in reports:
+        eff = r.get("efficiency", {})
+        table.add_row(
+            run_label(r), str(r["questions"]), str(r["failures"]),
+            *[f"{r['metrics'][m]:.3f}" if m in r["metrics"] else "-" for m in metric_names],
+            *[f"{eff[c]:.1f}" if c in eff else "-" for c in cost],
+        )
+    return table
+
+
+def _progress(console: Console) -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=console)

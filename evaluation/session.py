@@ -1,0 +1,112 @@
+"""One evaluation run end to end: load, answer, score, report, plot and track."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from disambig.evaluation.plot import plot_tradeoff
+from disambig.evaluation.records import QuestionResult, ResultLog
+from disambig.evaluation.report import build_report, read_report, write_report
+from disambig.evaluation.runner import run_questions
+
+from disambig.errors import ConfigurationError
+
+RESULTS_FILE = "results.jsonl"
+PARAMS_FILE = "params.json"
+PLOT_FILE = "tradeoff.png"
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """What identifies a run; a run folder holds exactly one config, so a re-run resumes it."""
+
+    program: str
+    dataset: str
+    split: str = "dev"
+    limit: int | None = None
+    lm: str = "local"
+    judge_lm: str = ""
+    retriever: str = ""
+    metrics: tuple[str, ...] = ()
+    artifact: str = ""
+
+    def default_out(self, root: Path = Path("runs")) -> Path:
+        return root / f"{self.program}-{Path(self.dataset).stem}-{self.split}-{self.limit or 'all'}"
+
+
+@dataclass
+class EvalOutcome:
+    """Where a run's outputs went and its report."""
+
+    out_dir: Path
+    report: dict[str, Any]
+    results: list[QuestionResult] = field(default_factory=list)
+    mlflow_run_id: str | None = None
+
+
+def run_eval(
+    config: EvalConfig,
+    program: Callable[..., Any],
+    examples: list[Any],
+    metrics: dict[str, Callable[..., float]],
+    out_dir: Path,
+    threads: int = 1,
+    on_result: Callable[[QuestionResult], None] | None = None,
+    track: bool = True,
+    tracking_uri: str | None = None,
+) -> EvalOutcome:
+    """Answer and score ``examples`` into ``out_dir`` (resuming a run already there), then report and track."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    params = claim_run_dir(out_dir, config)
+    results = run_questions(program, examples, metrics, ResultLog(out_dir / RESULTS_FILE), threads, on_result)
+    report = build_report(results, params)
+    report_path = write_report(report, out_dir)
+    plot_path = plot_tradeoff(sibling_reports(out_dir, report), primary_metric(report), out_dir / PLOT_FILE)
+    run_id = None
+    if track:
+        from disambig.evaluation.tracking import log_eval_run
+
+        run_id = log_eval_run(report, [report_path, plot_path, out_dir / RESULTS_FILE], tracking_uri)
+    return EvalOutcome(out_dir=out_dir, report=report, results=results, mlflow_run_id=run_id)
+
+
+def claim_run_dir(out_dir: Path, config: EvalConfig) -> dict[str, Any]:
+    """Write the run's params, or check that a resumed folder was started with the same ones."""
+    params = asdict(config) | {"metrics": list(config.metrics), "commit": git_commit()}
+    path = out_dir / PARAMS_FILE
+    if path.exists():
+        previous = json.loads(path.read_text(encoding="utf-8"))
+        differing = sorted(k for k in asdict(config) if k != "metrics" and previous.get(k) != params[k])
+        if differing:
+            raise ConfigurationError(
+                f"{str(out_dir)!r} holds a run with different {', '.join(differing)}; "
+                "pass another --out or delete the folder to start over"
+            )
+    path.write_text(json.dumps(params, indent=2), encoding="utf-8")
+    return params
+
+
+def sibling_reports(out_dir: Path, current: dict[str, Any]) -> list[dict[str, Any]]:
+    """This run's report plus every other finished run's report beside it (for the trade-off plot)."""
+    others = [read_report(p) for p in sorted(out_dir.parent.glob("*/report.json")) if p.parent != out_dir]
+    return [*others, current]
+
+
+def primary_metric(report: dict[str, Any]) -> str:
+    """The metric the plot shows: DR if measured, else the first metric."""
+    names = list(report["metrics"])
+    return "dr" if "dr" in names else (names[0] if names else "none")
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5,
+                             cwd=Path(__file__).resolve().parent)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return out.stdout.strip()

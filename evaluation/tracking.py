@@ -1,0 +1,56 @@
+"""Record an evaluation run in MLflow: params, metrics, and the report and plot as artifacts."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
+EXPERIMENT = "disambig-eval"
+
+
+def tracking_uri(explicit: str | None = None) -> str:
+    """``explicit`` > ``MLFLOW_TRACKING_URI`` > a local sqlite store in the working directory."""
+    return explicit or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
+
+
+def mlflow_key(name: str) -> str:
+    """MLflow keys allow letters, digits and ``_-. /:``; ``mrecall@5`` becomes ``mrecall_at_5``."""
+    return re.sub(r"[^\w\-. /:]", "_", name.replace("@", "_at_"))
+
+
+def use_experiment(uri: str, name: str) -> None:
+    """Point MLflow at ``uri`` and ``name``; a new experiment in a sqlite store keeps artifacts beside the db."""
+    import mlflow
+
+    mlflow.set_tracking_uri(uri)
+    if mlflow.get_experiment_by_name(name) is None:
+        mlflow.create_experiment(name, artifact_location=artifact_root(uri))
+    mlflow.set_experiment(name)
+
+
+def artifact_root(uri: str) -> str | None:
+    """``sqlite:///dir/mlflow.db`` -> ``file:///dir/mlartifacts``; other stores choose for themselves."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    return (Path(uri.removeprefix("sqlite:///")).resolve().parent / "mlartifacts").as_uri()
+
+
+def log_eval_run(report: dict[str, Any], artifacts: list[Path], uri: str | None = None,
+                 experiment: str = EXPERIMENT) -> str:
+    """Log one evaluation run; return its MLflow run id."""
+    import mlflow
+
+    use_experiment(tracking_uri(uri), experiment)
+    params = report["params"]
+    name = f"{params.get('program')}-{params.get('dataset')}-{params.get('split')}"
+    with mlflow.start_run(run_name=name) as run:
+        mlflow.log_params({mlflow_key(k): str(v) for k, v in params.items()})
+        numbers = {**report["metrics"], **report["efficiency"], "failures": report["failures"],
+                   "questions": report["questions"]}
+        mlflow.log_metrics({mlflow_key(k): float(v) for k, v in numbers.items()})
+        for path in artifacts:
+            mlflow.log_artifact(str(path))
+        return run.info.run_id

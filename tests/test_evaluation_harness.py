@@ -1,0 +1,93 @@
+"""The evaluation harness with a scripted program: resume, failures, report, plot, MLflow."""
+
+from __future__ import annotations
+
+import json
+
+import dspy
+import pytest
+from disambig.evaluation.session import EvalConfig, run_eval
+
+from disambig.errors import ConfigurationError
+
+
+def examples(n: int = 5) -> list[dspy.Example]:
+    return [dspy.Example(id=f"q{i}", question=f"question {i}?").with_inputs("question") for i in range(n)]
+
+
+class Scripted:
+    """Answers 'answer N' for 'question N?'; raises on the questions listed in ``fail_on``."""
+
+    def __init__(self, fail_on: tuple[str, ...] = (), interrupt_on: str | None = None) -> None:
+        self.fail_on, self.interrupt_on, self.asked = fail_on, interrupt_on, []
+
+    def __call__(self, question: str) -> dspy.Prediction:
+        self.asked.append(question)
+        if question == self.interrupt_on:
+            raise KeyboardInterrupt
+        if question in self.fail_on:
+            raise RuntimeError("LM output could not be parsed")
+        number = question.split()[1].rstrip("?")
+        trace = {"lm_calls": 2, "input_tokens": 100 * int(number), "output_tokens": 10, "retrieval_calls": 1,
+                 "seconds": float(number)}
+        return dspy.Prediction(long_answer=f"answer {number}", interpretations=[], passages=[], trace=trace)
+
+
+def exact(example, pred, trace=None):
+    return float(pred.long_answer == example.question.replace("question", "answer").rstrip("?"))
+
+
+CONFIG = EvalConfig(program="scripted", dataset="toy", split="dev", metrics=("exact",))
+
+
+def test_resume_after_interruption_matches_an_uninterrupted_run(tmp_path):
+    full = run_eval(CONFIG, Scripted(), examples(), {"exact": exact}, tmp_path / "full", track=False)
+
+    with pytest.raises(KeyboardInterrupt):
+        interrupted = Scripted(interrupt_on="question 3?")
+        run_eval(CONFIG, interrupted, examples(), {"exact": exact}, tmp_path / "r", track=False)
+    assert len((tmp_path / "r" / "results.jsonl").read_text().splitlines()) == 3
+    second = Scripted()
+    resumed = run_eval(CONFIG, second, examples(), {"exact": exact}, tmp_path / "r", track=False)
+
+    assert second.asked == ["question 3?", "question 4?"]  # finished ids are skipped
+    for key in ("questions", "failures", "metrics", "efficiency"):
+        assert resumed.report[key] == full.report[key]
+    assert full.report["metrics"]["exact"] == 1.0
+
+
+def test_failures_are_recorded_scored_zero_and_the_run_finishes(tmp_path):
+    outcome = run_eval(CONFIG, Scripted(fail_on=("question 1?",)), examples(), {"exact": exact}, tmp_path, track=False)
+    assert outcome.report["questions"] == 5 and outcome.report["failures"] == 1
+    assert outcome.report["metrics"]["exact"] == pytest.approx(4 / 5)  # the failure counts as 0
+    failed = [r for r in outcome.results if r.failed]
+    assert failed[0].id == "q1" and "could not be parsed" in failed[0].error
+
+
+def test_report_numbers_and_files(tmp_path):
+    outcome = run_eval(CONFIG, Scripted(), examples(), {"exact": exact}, tmp_path, track=False)
+    eff = outcome.report["efficiency"]
+    # input tokens 0,100,200,300,400 -> mean 200; output 10 each; seconds 0..4 -> p50 = 2.0
+    assert eff["input_tokens_per_q"] == 200 and eff["tokens_per_q"] == 210
+    assert eff["latency_p50_s"] == 2.0 and eff["lm_calls_per_q"] == 2
+    assert json.loads((tmp_path / "report.json").read_text())["metrics"]["exact"] == 1.0
+    assert (tmp_path / "tradeoff.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_folder_with_another_run_is_refused(tmp_path):
+    run_eval(CONFIG, Scripted(), examples(2), {"exact": exact}, tmp_path, track=False)
+    other = EvalConfig(program="scripted", dataset="toy", split="dev", lm="openai/gpt-4o-mini")
+    with pytest.raises(ConfigurationError, match="different lm"):
+        run_eval(other, Scripted(), examples(2), {"exact": exact}, tmp_path, track=False)
+
+
+def test_mlflow_run_holds_params_metrics_and_artifacts(tmp_path):
+    import mlflow
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    outcome = run_eval(CONFIG, Scripted(), examples(3), {"exact": exact}, tmp_path / "run", tracking_uri=uri)
+    mlflow.set_tracking_uri(uri)
+    run = mlflow.get_run(outcome.mlflow_run_id)
+    assert run.data.params["program"] == "scripted" and run.data.metrics["exact"] == 1.0
+    artifacts = {a.path for a in mlflow.MlflowClient(uri).list_artifacts(outcome.mlflow_run_id)}
+    assert {"report.json", "tradeoff.png", "results.jsonl"} <= artifacts
