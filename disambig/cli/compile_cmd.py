@@ -1,0 +1,53 @@
+"""``disambig compile``: optimise a program's prompts and demos against a metric, save and track it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from disambig.cli import options
+from disambig.cli.errors import user_errors
+from disambig.settings import load_settings
+
+
+@user_errors
+def compile_(
+    program: str = typer.Argument(..., help="Registered program (see `disambig programs`)."),
+    dataset: str = typer.Option("asqa", "--dataset", "-d", help="asqa, ambignq, or a JSONL file in their format."),
+    metric: str = typer.Option("dr", "--metric", "-m", help="Metric to optimise (e.g. dr, d-f1, mrecall@5)."),
+    optimizer: str = typer.Option("bootstrap", "--optimizer", "-o",
+                                  help="labeled-fewshot, bootstrap, bootstrap-rs, mipro, gepa or simba."),
+    train: int = typer.Option(20, "--train", min=1, help="Questions from the train split."),
+    val: int = typer.Option(20, "--val", min=1, help="Held-out questions from the dev split (scored before/after)."),
+    retriever: str | None = typer.Option(None, "--retriever", help="bm25, dense or hybrid (default hybrid if needed)."),
+    corpus: str = typer.Option("wiki-slice", "--corpus"),
+    name: str = typer.Option("", "--name", help="Artifact name (default: the optimizer's name)."),
+    demos: int = typer.Option(2, "--demos", min=0, help="Few-shot demos per predictor."),
+    candidates: int = typer.Option(3, "--candidates", min=1, help="Candidate programs/instructions."),
+    trials: int = typer.Option(4, "--trials", min=1, help="MIPROv2 trials / SIMBA steps."),
+    metric_calls: int = typer.Option(40, "--metric-calls", min=1, help="GEPA budget of metric calls."),
+    batch: int = typer.Option(8, "--batch", min=1, help="Minibatch size (MIPROv2, SIMBA)."),
+    reflection_lm: str | None = typer.Option(None, "--reflection-lm", help="GEPA reflection LM (default: --lm)."),
+    lm: str | None = options.LM,
+    threads: int | None = options.THREADS,
+    out: Path = typer.Option(Path("artifacts"), "--out", help="Artifact root folder."),
+    track: bool = typer.Option(True, "--track/--no-track", help="Record the compile in MLflow."),
+    register: bool = typer.Option(True, "--register/--no-register", help="Register the pyfunc model in MLflow."),
+) -> None:
+    """Score PROGRAM on held-out questions, compile it on the train split, score again, save JSON + manifest."""
+    from disambig.optimizers.recipes import Budget
+    from disambig.optimizers.session import run_compile
+
+    settings = load_settings(lm=lm, threads=threads)
+    budget = Budget(demos=demos, candidates=candidates, trials=trials, metric_calls=metric_calls, batch=batch,
+                    threads=settings.threads)
+    result, tracked = run_compile(settings, program, dataset, metric, optimizer, budget, train, val, retriever,
+                                  corpus, name, out, track, register, reflection_lm)
+    console = Console()
+    console.print(f"{metric} on {result.manifest['scores']['heldout_size']} held-out questions: "
+                  f"before {result.before:.4f} → after {result.after:.4f} ({result.after - result.before:+.4f})")
+    console.print(f"saved {result.state_path} (+ manifest.json)")
+    for key, value in tracked.items():
+        console.print(f"MLflow {key}: {value}")

@@ -1,0 +1,71 @@
+"""Compiled programs on disk: DSPy JSON state + ``manifest.json``; loading checks structure and trust."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from disambig.optimizers.fingerprint import fingerprint, structure
+
+from disambig.errors import ConfigurationError
+
+MANIFEST = "manifest.json"
+UNSAFE_LM_KEYS = ("api_base", "base_url", "model_list", "class")
+
+
+def save_artifact(program: Any, path: Path, manifest: dict[str, Any]) -> Path:
+    """Write ``path`` (``NAME.json`` state) and its entry in ``manifest.json`` beside it; return the state path.
+
+    ``manifest.json`` maps each state file's stem to its manifest, so several compiled versions of one
+    program and dataset can live in one folder.
+    """
+    if path.suffix != ".json" or path.name == MANIFEST:
+        raise ValueError(f"artifact path {str(path)!r} must end with .json and not be {MANIFEST!r}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    program.save(str(path))
+    entry = {**manifest, "state_file": path.name, "fingerprint": fingerprint(program), "structure": structure(program)}
+    manifest_path = path.parent / MANIFEST
+    entries = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {}
+    entries[path.stem] = entry
+    manifest_path.write_text(json.dumps(entries, indent=2, default=str), encoding="utf-8")
+    return path
+
+
+def read_manifest(state_path: Path) -> dict[str, Any]:
+    """The manifest entry of one state file."""
+    manifest_path = state_path.parent / MANIFEST
+    if not state_path.is_file():
+        raise ConfigurationError(f"artifact {str(state_path)!r} does not exist")
+    if not manifest_path.is_file():
+        raise ConfigurationError(f"no {MANIFEST} beside {str(state_path)!r}; an artifact is a state JSON + manifest")
+    entries = json.loads(manifest_path.read_text(encoding="utf-8"))
+    if state_path.stem not in entries:
+        raise ConfigurationError(f"{str(manifest_path)!r} has no entry for {state_path.name!r}")
+    return entries[state_path.stem]
+
+
+def load_state_into(program: Any, state_path: Path, manifest: dict[str, Any]) -> Any:
+    """Load JSON state into ``program`` after checking its fingerprint and that no LM endpoint rides along."""
+    expected, actual = manifest.get("fingerprint"), fingerprint(program)
+    if expected != actual:
+        raise ConfigurationError(
+            f"artifact {str(state_path)!r} was compiled for structure {expected} but program "
+            f"{manifest.get('program')!r} now has {actual} (predictors or fields changed); recompile it"
+        )
+    state = json.loads(state_path.read_text(encoding="utf-8"))
+    refuse_untrusted_lm_state(state, state_path)
+    program.load(str(state_path))
+    return program
+
+
+def refuse_untrusted_lm_state(state: dict[str, Any], state_path: Path) -> None:
+    """A saved predictor must carry no LM: the LM is chosen at run time, never by a file."""
+    for name, value in state.items():
+        lm = value.get("lm") if isinstance(value, dict) else None
+        if lm:
+            unsafe = [k for k in UNSAFE_LM_KEYS if k in lm]
+            raise ConfigurationError(
+                f"artifact {str(state_path)!r} predictor {name!r} carries an LM"
+                f"{' with ' + ', '.join(unsafe) if unsafe else ''}; artifacts must not choose the LM, refusing to load"
+            )

@@ -1,0 +1,100 @@
+"""Compile a registered program on a dataset's train split and prove the change on a held-out split."""
+
+from __future__ import annotations
+
+import logging
+import platform
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from disambig.optimizers.artifact import save_artifact
+from disambig.optimizers.recipes import Budget, compile_kwargs, make_optimizer
+
+logger = logging.getLogger(__name__)
+VERSIONED = ("disambig", "dspy", "mlflow", "llama_cpp_python", "sentence-transformers", "faiss-cpu", "pyserini")
+
+
+@dataclass
+class CompileJob:
+    """Everything ``disambig compile`` decides before it runs."""
+
+    program_name: str
+    dataset: str
+    metric_name: str
+    optimizer: str
+    budget: Budget = field(default_factory=Budget)
+    lm_spec: str = "local"
+    retriever: str = ""
+    name: str = ""
+    knobs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def artifact_name(self) -> str:
+        return self.name or self.optimizer
+
+
+@dataclass
+class CompileResult:
+    state_path: Path
+    manifest: dict[str, Any]
+    before: float
+    after: float
+
+
+def score(program: Any, examples: list, metric: Callable, threads: int = 1) -> float:
+    """Mean metric over ``examples`` with ``dspy.Evaluate`` (a failed question scores 0), in [0, 1]."""
+    import dspy
+
+    evaluate = dspy.Evaluate(devset=examples, metric=metric, num_threads=threads, display_progress=True,
+                             display_table=False, failure_score=0.0, max_errors=len(examples) + 1)
+    return float(evaluate(program).score) / 100.0
+
+
+def compile_program(
+    job: CompileJob,
+    program: Any,
+    trainset: list,
+    valset: list,
+    metric: Callable,
+    out_root: Path,
+    data_hashes: dict[str, str],
+    lms: dict[str, Any] | None = None,
+) -> CompileResult:
+    """Score ``program`` on ``valset``, compile it on ``trainset``, score again, save JSON state + manifest."""
+    before = score(program, valset, metric, job.budget.threads)
+    logger.info("uncompiled %s: %.4f on %d held-out questions", job.metric_name, before, len(valset))
+    optimizer = make_optimizer(job.optimizer, metric, job.budget, **(lms or {}))
+    compiled = optimizer.compile(program, trainset=trainset, **compile_kwargs(job.optimizer, job.budget, valset))
+    after = score(compiled, valset, metric, job.budget.threads)
+    logger.info("compiled %s: %.4f", job.metric_name, after)
+    manifest = {
+        "program": job.program_name,
+        "dataset": job.dataset,
+        "metric": job.metric_name,
+        "optimizer": job.optimizer,
+        "budget": job.budget.__dict__,
+        "scores": {"before": before, "after": after, "heldout_size": len(valset), "train_size": len(trainset)},
+        "data": data_hashes,
+        "lm": job.lm_spec,
+        "retriever": job.retriever,
+        "knobs": job.knobs,
+        "versions": package_versions(),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    path = out_root / job.program_name / Path(job.dataset).stem / f"{job.artifact_name}.json"
+    save_artifact(compiled, path, manifest)
+    return CompileResult(path, manifest | {"state_file": path.name}, before, after)
+
+
+def package_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for dist in VERSIONED:
+        try:
+            versions[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions

@@ -1,0 +1,119 @@
+"""DSPy optimizers with budgets that finish on 2 CPU cores with the embedded LM.
+
+Each recipe takes the metric, a ``Budget`` and the LMs, and returns a DSPy teleprompter. Budgets are
+small by default (a 135M model at ~120 prompt tokens/s makes every metric call cost seconds) and every
+number is a flag of ``disambig compile``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from disambig.errors import ConfigurationError
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much work a recipe may do.
+
+    Attributes:
+        demos: few-shot demos per predictor (bootstrapped + labeled).
+        candidates: candidate programs / instructions to try.
+        trials: optimisation trials (MIPROv2) or steps (SIMBA).
+        metric_calls: total metric calls (GEPA).
+        batch: minibatch size (MIPROv2, SIMBA).
+        threads: evaluation threads.
+        seed: random seed.
+    """
+
+    demos: int = 2
+    candidates: int = 3
+    trials: int = 4
+    metric_calls: int = 40
+    batch: int = 8
+    threads: int = 1
+    seed: int = 0
+
+
+def labeled_fewshot(metric: Callable, budget: Budget, **_: Any) -> Any:
+    import dspy
+
+    return dspy.LabeledFewShot(k=budget.demos)
+
+
+def bootstrap(metric: Callable, budget: Budget, **_: Any) -> Any:
+    import dspy
+
+    return dspy.BootstrapFewShot(metric=metric, max_bootstrapped_demos=budget.demos, max_labeled_demos=budget.demos,
+                                 max_rounds=1)
+
+
+def bootstrap_random_search(metric: Callable, budget: Budget, **_: Any) -> Any:
+    import dspy
+
+    return dspy.BootstrapFewShotWithRandomSearch(
+        metric=metric, max_bootstrapped_demos=budget.demos, max_labeled_demos=budget.demos,
+        num_candidate_programs=budget.candidates, num_threads=budget.threads,
+    )
+
+
+def mipro(metric: Callable, budget: Budget, lm: Any = None, **_: Any) -> Any:
+    import dspy
+
+    return dspy.MIPROv2(
+        metric=metric, prompt_model=lm, task_model=lm, auto=None, num_candidates=budget.candidates,
+        max_bootstrapped_demos=budget.demos, max_labeled_demos=budget.demos, num_threads=budget.threads,
+        seed=budget.seed, verbose=False,
+    )
+
+
+def gepa(metric: Callable, budget: Budget, reflection_lm: Any = None, **_: Any) -> Any:
+    import dspy
+    from disambig.optimizers.feedback import with_feedback
+
+    if reflection_lm is None:
+        raise ConfigurationError("GEPA needs a reflection LM; pass --reflection-lm (the program LM is used by default)")
+    return dspy.GEPA(
+        metric=with_feedback(metric), max_metric_calls=budget.metric_calls, reflection_lm=reflection_lm,
+        reflection_minibatch_size=min(3, budget.batch), num_threads=budget.threads, seed=budget.seed,
+        track_stats=False, use_merge=False,
+    )
+
+
+def simba(metric: Callable, budget: Budget, **_: Any) -> Any:
+    import dspy
+
+    return dspy.SIMBA(metric=metric, bsize=budget.batch, num_candidates=budget.candidates, max_steps=budget.trials,
+                      max_demos=budget.demos, num_threads=budget.threads)
+
+
+RECIPES: dict[str, Callable[..., Any]] = {
+    "labeled-fewshot": labeled_fewshot,
+    "bootstrap": bootstrap,
+    "bootstrap-rs": bootstrap_random_search,
+    "mipro": mipro,
+    "gepa": gepa,
+    "simba": simba,
+}
+
+COMPILE_KWARGS: dict[str, Callable[[Budget, list], dict[str, Any]]] = {
+    "mipro": lambda b, val: {"valset": val, "num_trials": b.trials, "minibatch": len(val) > b.batch,
+                             "minibatch_size": b.batch},
+    "gepa": lambda b, val: {"valset": val},
+}
+
+
+def make_optimizer(name: str, metric: Callable, budget: Budget, **lms: Any) -> Any:
+    """The teleprompter for recipe ``name``."""
+    recipe = RECIPES.get(name)
+    if recipe is None:
+        raise ConfigurationError(f"unknown optimizer {name!r}; choose one of: {', '.join(RECIPES)}")
+    return recipe(metric, budget, **lms)
+
+
+def compile_kwargs(name: str, budget: Budget, valset: list) -> dict[str, Any]:
+    """Extra ``compile()`` arguments a recipe takes (a validation set, trial counts)."""
+    extra = COMPILE_KWARGS.get(name)
+    return extra(budget, valset) if extra else {}

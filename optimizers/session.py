@@ -1,0 +1,74 @@
+"""Wire a compile from CLI choices: data splits, program and retriever, metric, LMs, tracking."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from disambig.optimizers.compile import CompileJob, CompileResult, compile_program
+from disambig.optimizers.recipes import Budget
+
+from disambig.settings import Settings
+
+
+def run_compile(
+    settings: Settings,
+    program_name: str,
+    dataset: str,
+    metric_name: str,
+    optimizer: str,
+    budget: Budget,
+    n_train: int,
+    n_val: int,
+    retriever_kind: str | None,
+    corpus: str,
+    name: str,
+    out: Path,
+    track: bool,
+    register: bool,
+    reflection_lm: str | None = None,
+) -> tuple[CompileResult, dict[str, str]]:
+    """Load the train and held-out splits, build everything, compile, and optionally log to MLflow."""
+    from disambig.data import load_dataset
+    from disambig.metrics import get_metric
+    from disambig.programs import PROGRAMS, build_program
+
+    from disambig.runtime import build_lm, configure_dspy
+
+    metric = get_metric(metric_name)
+    info = PROGRAMS.get(program_name)
+    kind = retriever_kind or ("hybrid" if info is not None and info.needs_retriever else "")
+    retriever = None
+    if kind:
+        from disambig.retrieval import build_retriever
+
+        retriever = build_retriever(kind, corpus=corpus, settings=settings)
+    program = build_program(program_name, retriever=retriever)
+    trainset = [with_targets(ex) for ex in load_dataset(dataset, split="train", limit=n_train)]
+    valset = [with_targets(ex) for ex in load_dataset(dataset, split="dev", limit=n_val)]
+    lm = build_lm(settings)
+    configure_dspy(lm)
+    lms = {"lm": lm, "reflection_lm": build_lm(settings, reflection_lm) if reflection_lm else lm}
+    job = CompileJob(program_name, dataset, metric_name, optimizer, budget, settings.lm,
+                     f"{kind}:{corpus}" if kind else "", name)
+    hashes = {"train": ids_hash(trainset), "heldout": ids_hash(valset)}
+    result = compile_program(job, program, trainset, valset, metric, out, hashes, lms)
+    tracked: dict[str, str] = {}
+    if track:
+        from disambig.optimizers.tracking import log_compile_run
+
+        tracked = log_compile_run(result, register=register)
+    return result, tracked
+
+
+def with_targets(example: Any) -> Any:
+    """Add ``long_answer`` (the first annotator's) so demos can fill answer-writing signatures."""
+    long_answers = getattr(example, "long_answers", None) or []
+    if long_answers and "long_answer" not in example:
+        return example.copy(long_answer=long_answers[0]).with_inputs(*example.inputs().keys())
+    return example
+
+
+def ids_hash(examples: list[Any]) -> str:
+    return hashlib.sha256("\n".join(sorted(str(ex.id) for ex in examples)).encode()).hexdigest()[:16]

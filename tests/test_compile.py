@@ -1,0 +1,128 @@
+"""Compile, save, load and serve with a scripted LM: JSON state only, fingerprints checked, MLflow records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import dspy
+import pytest
+from disambig.lm.adapter import CompactJSONAdapter
+from disambig.optimizers.artifact import read_manifest
+from disambig.optimizers.compile import CompileJob, compile_program
+from disambig.optimizers.fingerprint import fingerprint
+from disambig.optimizers.recipes import Budget
+from disambig.programs import build_program
+from dspy.utils import DummyLM
+
+from disambig.errors import ConfigurationError
+from disambig.loading import load
+
+PICKLE_MAGIC = (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
+
+
+def toy_examples(n: int, offset: int = 0) -> list[dspy.Example]:
+    return [
+        dspy.Example(id=f"t{i}", question=f"Who won prize {i}?", long_answer=f"Person {i} won it.").with_inputs("question")
+        for i in range(offset, offset + n)
+    ]
+
+
+def mentions_person(example, pred, trace=None):
+    return float("Person" in pred.long_answer)
+
+
+def scripted_lm() -> DummyLM:
+    return DummyLM([{"long_answer": "Person X won it."}] * 50, adapter=CompactJSONAdapter())
+
+
+@pytest.fixture
+def compiled(tmp_path):
+    dspy.configure(lm=scripted_lm(), adapter=CompactJSONAdapter())
+    job = CompileJob("closed-book", "toy", "mentions", "labeled-fewshot", Budget(demos=2))
+    return compile_program(job, build_program("closed-book"), toy_examples(4), toy_examples(3, offset=10),
+                           mentions_person, tmp_path / "artifacts", {"train": "x", "heldout": "y"})
+
+
+def test_compile_scores_before_and_after_and_saves_json_state(compiled):
+    assert compiled.before == 1.0 and compiled.after == 1.0
+    assert compiled.state_path.name == "labeled-fewshot.json"
+    state = json.loads(compiled.state_path.read_text())
+    assert len(state["answer"]["demos"]) == 2
+    manifest = read_manifest(compiled.state_path)
+    assert manifest["program"] == "closed-book" and manifest["scores"]["before"] == 1.0
+    assert manifest["fingerprint"] == fingerprint(build_program("closed-book"))
+    assert manifest["structure"] == [{"predictor": "answer", "inputs": ["question"], "outputs": ["long_answer"]}]
+    assert "dspy" in manifest["versions"]
+
+
+def test_load_round_trip_gives_identical_predictions(compiled):
+    loaded = load(compiled.state_path)
+    assert [d.toDict() if hasattr(d, "toDict") else d for d in loaded.answer.demos] == \
+        json.loads(compiled.state_path.read_text())["answer"]["demos"]
+    dspy.configure(lm=scripted_lm(), adapter=CompactJSONAdapter())
+    first = loaded(question="Who won prize 99?").long_answer
+    dspy.configure(lm=scripted_lm(), adapter=CompactJSONAdapter())
+    again = load(compiled.state_path)(question="Who won prize 99?").long_answer
+    assert first == again == "Person X won it."
+
+
+def test_fingerprint_mismatch_is_refused(compiled):
+    manifest_path = compiled.state_path.parent / "manifest.json"
+    entries = json.loads(manifest_path.read_text())
+    entries["labeled-fewshot"]["fingerprint"] = "0000000000000000"
+    manifest_path.write_text(json.dumps(entries))
+    with pytest.raises(ConfigurationError, match="recompile"):
+        load(compiled.state_path)
+
+
+def test_state_carrying_an_lm_endpoint_is_not_trusted(compiled):
+    state = json.loads(compiled.state_path.read_text())
+    state["answer"]["lm"] = {"model": "openai/x", "api_base": "http://127.0.0.1:9"}
+    compiled.state_path.write_text(json.dumps(state))
+    with pytest.raises(ConfigurationError, match="api_base"):
+        load(compiled.state_path)
+
+
+def test_missing_artifact_is_a_clear_error(tmp_path):
+    with pytest.raises(ConfigurationError, match="does not exist"):
+        load(tmp_path / "nope.json")
+
+
+def no_pickles(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_file() and p.read_bytes()[:2] in PICKLE_MAGIC or p.suffix == ".pkl"]
+
+
+def test_mlflow_records_the_compile_and_registers_a_model_without_pickle(compiled, tmp_path):
+    import mlflow
+    from disambig.optimizers.tracking import log_compile_run
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    out = log_compile_run(compiled, uri=uri)
+    client = mlflow.MlflowClient(uri)
+    run = client.get_run(out["run_id"])
+    assert run.data.metrics["score_after"] == 1.0 and run.data.params["program"] == "closed-book"
+    assert {a.path for a in client.list_artifacts(out["run_id"], "state")} == {
+        "state/labeled-fewshot.json", "state/manifest.json"}
+    assert out["registered"] == "models:/disambig-closed-book-toy/1"
+    assert no_pickles(tmp_path) == []
+
+    mlflow.set_tracking_uri(uri)
+    dspy.configure(lm=scripted_lm(), adapter=CompactJSONAdapter())
+    loaded = load(out["registered"])
+    assert len(loaded.answer.demos) == 2
+
+
+@pytest.mark.slow
+def test_pyfunc_model_answers_a_question(compiled, tmp_path, monkeypatch):
+    import mlflow
+    from disambig.optimizers.tracking import log_compile_run
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    out = log_compile_run(compiled, uri=uri)
+    mlflow.set_tracking_uri(uri)
+    monkeypatch.setenv("DISAMBIG_LM", "local")
+    model = mlflow.pyfunc.load_model(out["registered"])
+    (answer,) = model.predict(["Who has the highest goals in world football?"])
+    assert isinstance(answer["long_answer"], str) and answer["long_answer"]
+    assert answer["trace"]["lm_calls"] == 1
