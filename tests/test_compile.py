@@ -23,7 +23,8 @@ PICKLE_MAGIC = (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
 
 def toy_examples(n: int, offset: int = 0) -> list[dspy.Example]:
     return [
-        dspy.Example(id=f"t{i}", question=f"Who won prize {i}?", long_answer=f"Person {i} won it.").with_inputs("question")
+        dspy.Example(id=f"t{i}", question=f"Who won prize {i}?", long_answer=f"Person {i} won it.")
+        .with_inputs("question")
         for i in range(offset, offset + n)
     ]
 
