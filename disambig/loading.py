@@ -32,7 +32,7 @@ def load(source: str | Path, retriever: Any = None, settings: Any = None) -> Any
         raise ConfigurationError(f"artifact {str(state_path)!r} is for unknown program {name!r}")
     if retriever is None and manifest.get("retriever"):
         retriever = _build_retriever(manifest["retriever"], settings)
-    program = build_program(name, retriever=retriever)
+    program = build_program(name, retriever=retriever, **manifest.get("knobs", {}))
     return load_state_into(program, state_path, manifest)
 
 

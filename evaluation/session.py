@@ -9,12 +9,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from disambig.errors import ConfigurationError
 from disambig.evaluation.plot import plot_tradeoff
 from disambig.evaluation.records import QuestionResult, ResultLog
 from disambig.evaluation.report import build_report, read_report, write_report
 from disambig.evaluation.runner import run_questions
-
-from disambig.errors import ConfigurationError
 
 RESULTS_FILE = "results.jsonl"
 PARAMS_FILE = "params.json"

@@ -38,7 +38,6 @@ def prepare_run(
     """Load the split, build the program and its retriever, resolve metrics, and configure the LM."""
     from disambig.data import load_dataset
     from disambig.programs import PROGRAMS, build_program
-
     from disambig.runtime import build_lm, configure_dspy
 
     info = PROGRAMS.get(program)

@@ -58,7 +58,6 @@ class CheckReport:
 def run_check(settings: Settings) -> CheckReport:
     """Load the settings' LM and measure it; the in-process model also gets prefill/decode rates."""
     from disambig.programs.trace import measured
-
     from disambig.runtime import build_lm, default_adapter
 
     report = CheckReport(spec=settings.lm)

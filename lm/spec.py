@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from disambig.lm.paths import default_gguf
-
 from disambig.errors import ConfigurationError
+from disambig.lm.paths import default_gguf
 
 if TYPE_CHECKING:
     import dspy

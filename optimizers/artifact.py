@@ -6,9 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from disambig.optimizers.fingerprint import fingerprint, structure
-
 from disambig.errors import ConfigurationError
+from disambig.optimizers.fingerprint import fingerprint, structure
 
 MANIFEST = "manifest.json"
 UNSAFE_LM_KEYS = ("api_base", "base_url", "model_list", "class")

@@ -71,6 +71,7 @@ def mipro(metric: Callable, budget: Budget, lm: Any = None, **_: Any) -> Any:
 
 def gepa(metric: Callable, budget: Budget, reflection_lm: Any = None, **_: Any) -> Any:
     import dspy
+
     from disambig.optimizers.feedback import with_feedback
 
     if reflection_lm is None:

@@ -8,7 +8,6 @@ from typing import Any
 
 from disambig.optimizers.compile import CompileJob, CompileResult, compile_program
 from disambig.optimizers.recipes import Budget
-
 from disambig.settings import Settings
 
 
@@ -28,12 +27,16 @@ def run_compile(
     track: bool,
     register: bool,
     reflection_lm: str | None = None,
+    knob_trials: int = 0,
 ) -> tuple[CompileResult, dict[str, str]]:
-    """Load the train and held-out splits, build everything, compile, and optionally log to MLflow."""
+    """Load the train and held-out splits, build everything, compile, and optionally log to MLflow.
+
+    With ``knob_trials`` > 0 the program's numeric knobs are first searched with optuna, scored on the
+    train split (the held-out split stays unseen until the before/after scores).
+    """
     from disambig.data import load_dataset
     from disambig.metrics import get_metric
     from disambig.programs import PROGRAMS, build_program
-
     from disambig.runtime import build_lm, configure_dspy
 
     metric = get_metric(metric_name)
@@ -44,14 +47,17 @@ def run_compile(
         from disambig.retrieval import build_retriever
 
         retriever = build_retriever(kind, corpus=corpus, settings=settings)
-    program = build_program(program_name, retriever=retriever)
     trainset = [with_targets(ex) for ex in load_dataset(dataset, split="train", limit=n_train)]
     valset = [with_targets(ex) for ex in load_dataset(dataset, split="dev", limit=n_val)]
     lm = build_lm(settings)
     configure_dspy(lm)
+    knobs: dict[str, Any] = {}
+    if knob_trials:
+        knobs = search_knobs(program_name, retriever, trainset, metric, budget, knob_trials)
+    program = build_program(program_name, retriever=retriever, **knobs)
     lms = {"lm": lm, "reflection_lm": build_lm(settings, reflection_lm) if reflection_lm else lm}
     job = CompileJob(program_name, dataset, metric_name, optimizer, budget, settings.lm,
-                     f"{kind}:{corpus}" if kind else "", name)
+                     f"{kind}:{corpus}" if kind else "", name, knobs)
     hashes = {"train": ids_hash(trainset), "heldout": ids_hash(valset)}
     result = compile_program(job, program, trainset, valset, metric, out, hashes, lms)
     tracked: dict[str, str] = {}
@@ -60,6 +66,22 @@ def run_compile(
 
         tracked = log_compile_run(result, register=register)
     return result, tracked
+
+
+def search_knobs(program_name: str, retriever: Any, trainset: list, metric: Any, budget: Budget,
+                 trials: int) -> dict[str, Any]:
+    """Best knob values for the uncompiled program, scored on the train split."""
+    import importlib
+
+    from disambig.optimizers.compile import score
+    from disambig.optimizers.knobs import knob_space, tune_knobs
+    from disambig.programs import PROGRAMS, build_program
+
+    module_name, _, class_name = PROGRAMS[program_name].target.partition(":")
+    space = knob_space(getattr(importlib.import_module(module_name), class_name))
+    best, _ = tune_knobs(lambda values: build_program(program_name, retriever=retriever, **values), space,
+                         lambda program: score(program, trainset, metric, budget.threads), trials, budget.seed)
+    return best
 
 
 def with_targets(example: Any) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dspy
+
 from disambig.programs.result import make_prediction
 from disambig.programs.trace import measured
 from disambig.signatures import ClosedBookAnswer

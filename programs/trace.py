@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import dspy
+
 from disambig.programs.result import Trace
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dspy
 import pytest
-from disambig.lm.adapter import CompactJSONAdapter
 from dspy.utils import DummyLM
+
+from disambig.lm.adapter import CompactJSONAdapter
 
 
 class Pick(dspy.Signature):

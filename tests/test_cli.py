@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from disambig.lm.adapter import CompactJSONAdapter
 from dspy.utils import DummyLM
 from typer.testing import CliRunner
 
 from disambig import __version__
 from disambig.cli import app
+from disambig.lm.adapter import CompactJSONAdapter
 
 runner = CliRunner()
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import dspy
+from dspy.utils import DummyLM
+
 from disambig.lm.adapter import CompactJSONAdapter
 from disambig.programs import PROGRAMS, build_program
-from dspy.utils import DummyLM
 
 
 def test_closed_book_returns_the_common_prediction():

@@ -7,16 +7,16 @@ from pathlib import Path
 
 import dspy
 import pytest
+from dspy.utils import DummyLM
+
+from disambig.errors import ConfigurationError
 from disambig.lm.adapter import CompactJSONAdapter
+from disambig.loading import load
 from disambig.optimizers.artifact import read_manifest
 from disambig.optimizers.compile import CompileJob, compile_program
 from disambig.optimizers.fingerprint import fingerprint
 from disambig.optimizers.recipes import Budget
 from disambig.programs import build_program
-from dspy.utils import DummyLM
-
-from disambig.errors import ConfigurationError
-from disambig.loading import load
 
 PICKLE_MAGIC = (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
 
@@ -96,6 +96,7 @@ def no_pickles(root: Path) -> list[Path]:
 
 def test_mlflow_records_the_compile_and_registers_a_model_without_pickle(compiled, tmp_path):
     import mlflow
+
     from disambig.optimizers.tracking import log_compile_run
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
@@ -117,6 +118,7 @@ def test_mlflow_records_the_compile_and_registers_a_model_without_pickle(compile
 @pytest.mark.slow
 def test_pyfunc_model_answers_a_question(compiled, tmp_path, monkeypatch):
     import mlflow
+
     from disambig.optimizers.tracking import log_compile_run
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"

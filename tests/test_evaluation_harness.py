@@ -6,9 +6,9 @@ import json
 
 import dspy
 import pytest
-from disambig.evaluation.session import EvalConfig, run_eval
 
 from disambig.errors import ConfigurationError
+from disambig.evaluation.session import EvalConfig, run_eval
 
 
 def examples(n: int = 5) -> list[dspy.Example]:

@@ -8,10 +8,10 @@ import threading
 
 import dspy
 import pytest
-from disambig.lm.llama_engine import LlamaEngine, completion_kwargs
-from disambig.lm.paths import default_gguf
 
 from disambig.errors import MissingDependencyError
+from disambig.lm.llama_engine import LlamaEngine, completion_kwargs
+from disambig.lm.paths import default_gguf
 
 
 def test_missing_llama_cpp_names_the_fix(monkeypatch):

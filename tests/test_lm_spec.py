@@ -1,10 +1,10 @@
 from __future__ import annotations
 
 import pytest
-from disambig.lm import make_lm, parse_spec
-from disambig.lm.paths import SMOLLM2_FILE
 
 from disambig.errors import ConfigurationError
+from disambig.lm import make_lm, parse_spec
+from disambig.lm.paths import SMOLLM2_FILE
 
 
 def test_local_resolves_to_packaged_gguf():

@@ -30,6 +30,8 @@ def compile_(
     metric_calls: int = typer.Option(40, "--metric-calls", min=1, help="GEPA budget of metric calls."),
     batch: int = typer.Option(8, "--batch", min=1, help="Minibatch size (MIPROv2, SIMBA)."),
     reflection_lm: str | None = typer.Option(None, "--reflection-lm", help="GEPA reflection LM (default: --lm)."),
+    tune_knobs: int = typer.Option(0, "--tune-knobs", min=0,
+                                   help="Optuna trials over the program's numeric knobs before compiling (0 = off)."),
     lm: str | None = options.LM,
     threads: int | None = options.THREADS,
     out: Path = typer.Option(Path("artifacts"), "--out", help="Artifact root folder."),
@@ -44,10 +46,12 @@ def compile_(
     budget = Budget(demos=demos, candidates=candidates, trials=trials, metric_calls=metric_calls, batch=batch,
                     threads=settings.threads)
     result, tracked = run_compile(settings, program, dataset, metric, optimizer, budget, train, val, retriever,
-                                  corpus, name, out, track, register, reflection_lm)
+                                  corpus, name, out, track, register, reflection_lm, tune_knobs)
     console = Console()
     console.print(f"{metric} on {result.manifest['scores']['heldout_size']} held-out questions: "
                   f"before {result.before:.4f} → after {result.after:.4f} ({result.after - result.before:+.4f})")
+    if result.manifest["knobs"]:
+        console.print(f"knobs: {result.manifest['knobs']}")
     console.print(f"saved {result.state_path} (+ manifest.json)")
     for key, value in tracked.items():
         console.print(f"MLflow {key}: {value}")

@@ -1,0 +1,71 @@
+"""Numeric knobs (top-K, pruning K, RRF k, thresholds) searched with optuna on a validation split.
+
+A program declares its search space as a class attribute ``KNOBS: dict[str, Knob]`` whose keys are
+constructor arguments; ``tune_knobs`` builds the program with each trial's values and keeps the best.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from disambig.errors import ConfigurationError
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Knob:
+    """An integer (``step`` set, or both bounds ints) or float range, optionally log-scaled."""
+
+    low: float
+    high: float
+    step: float | None = None
+    log: bool = False
+
+    def __post_init__(self) -> None:
+        if self.low >= self.high:
+            raise ValueError(f"knob range low={self.low} must be below high={self.high}")
+
+    @property
+    def is_int(self) -> bool:
+        return isinstance(self.low, int) and isinstance(self.high, int)
+
+    def suggest(self, trial: Any, name: str) -> float | int:
+        if self.is_int:
+            return trial.suggest_int(name, self.low, self.high, step=int(self.step or 1), log=self.log)
+        return trial.suggest_float(name, self.low, self.high, step=self.step, log=self.log)
+
+
+def knob_space(program_cls: type) -> dict[str, Knob]:
+    """The knobs a program class declares (empty when it has none)."""
+    return dict(getattr(program_cls, "KNOBS", {}))
+
+
+def tune_knobs(
+    build: Callable[[dict[str, Any]], Any],
+    space: dict[str, Knob],
+    score: Callable[[Any], float],
+    trials: int = 8,
+    seed: int = 0,
+) -> tuple[dict[str, Any], float]:
+    """Maximise ``score(build(values))`` over ``space`` with optuna's TPE sampler; return (best values, score)."""
+    if not space:
+        raise ConfigurationError("this program declares no numeric knobs to tune")
+    if trials < 1:
+        raise ValueError(f"trials={trials} must be at least 1")
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=seed))
+
+    def objective(trial: Any) -> float:
+        values = {name: knob.suggest(trial, name) for name, knob in space.items()}
+        value = score(build(values))
+        logger.info("knobs %s -> %.4f", values, value)
+        return value
+
+    study.optimize(objective, n_trials=trials)
+    return dict(study.best_params), float(study.best_value)
