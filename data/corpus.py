@@ -1,0 +1,58 @@
+"""Passage corpora: the bundled Wikipedia slice, BEIR folders, or any JSONL of ``{id, title, text}``."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from disambig.data.jsonl import read_jsonl, require
+from disambig.errors import ConfigurationError
+
+HERE = Path(__file__).resolve().parent
+CORPORA = {"wiki-slice": HERE / "corpus" / "wiki-slice.jsonl", "dbpedia-entity-5k": HERE / "beir" / "dbpedia-entity-5k"}
+
+
+def corpus_path(name_or_path: str) -> Path:
+    """The file or BEIR folder a corpus name or path points to."""
+    path = CORPORA.get(name_or_path) or Path(name_or_path)
+    if not path.exists():
+        raise ConfigurationError(
+            f"unknown corpus {name_or_path!r}; use {', '.join(CORPORA)}, a JSONL file or a BEIR folder"
+        )
+    return path
+
+
+def load_corpus(name_or_path: str) -> list[dict[str, str]]:
+    """Passages as ``{id, title, text}`` dicts (BEIR ``_id`` becomes ``id``); duplicate ids are an error."""
+    path = corpus_path(name_or_path)
+    file = path / "corpus.jsonl" if path.is_dir() else path
+    passages, seen = [], set()
+    for number, row in read_jsonl(file):
+        where = f"{file}:{number}"
+        if "_id" in row:
+            row = {**row, "id": row["_id"]}
+        require(row, ("id", "text"), where)
+        pid = str(row["id"])
+        if pid in seen:
+            raise ConfigurationError(f"{where}: duplicate passage id {pid!r}")
+        seen.add(pid)
+        passages.append({"id": pid, "title": str(row.get("title") or ""), "text": str(row["text"])})
+    return passages
+
+
+def load_beir_queries(name_or_path: str) -> dict[str, str]:
+    folder = corpus_path(name_or_path)
+    return {str(row["_id"]): row["text"] for _, row in read_jsonl(folder / "queries.jsonl")}
+
+
+def load_beir_qrels(name_or_path: str, split: str = "test") -> dict[str, dict[str, int]]:
+    """``{query_id: {doc_id: grade}}`` from ``qrels/SPLIT.tsv``."""
+    file = corpus_path(name_or_path) / "qrels" / f"{split}.tsv"
+    if not file.is_file():
+        raise ConfigurationError(f"no qrels file {str(file)!r}")
+    qrels: dict[str, dict[str, int]] = {}
+    with file.open(encoding="utf-8") as handle:
+        for row in csv.DictReader(handle, delimiter="\t"):
+            qrels.setdefault(row["query-id"], {})[row["corpus-id"]] = int(row["score"])
+    return qrels
+
