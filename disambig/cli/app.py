@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from disambig import __version__
-from disambig.cli import ask_cmd, compile_cmd, eval_cmd, lm_cmd
+from disambig.cli import ask_cmd, compile_cmd, eval_cmd, lm_cmd, serve_cmd
 
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, help="DSPy programs for ambiguous and find-all questions."
@@ -15,6 +15,7 @@ app.command("ask")(ask_cmd.ask)
 app.command("eval")(eval_cmd.evaluate)
 app.command("compare")(eval_cmd.compare)
 app.command("compile")(compile_cmd.compile_)
+app.command("serve")(serve_cmd.serve)
 
 
 def _version(value: bool) -> None:

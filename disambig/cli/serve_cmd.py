@@ -1,0 +1,30 @@
+"""``disambig serve``: serve a registered compiled program over HTTP with ``mlflow models serve``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import typer
+
+from disambig.cli.errors import user_errors
+from disambig.errors import ConfigurationError
+
+
+@user_errors
+def serve(
+    model_uri: str = typer.Argument(..., help="MLflow model URI from `disambig compile`, e.g. models:/NAME/1."),
+    host: str = typer.Option("127.0.0.1", "--host"),
+    port: int = typer.Option(5001, "--port", min=1, max=65535),
+    tracking_uri: str | None = typer.Option(None, "--tracking-uri", help="MLflow store (default sqlite:///mlflow.db)."),
+) -> None:
+    """Answer POST /invocations {"inputs": ["question", ...]} with the compiled program (JSON state, no pickle)."""
+    from disambig.evaluation.tracking import tracking_uri as resolve_uri
+
+    if not model_uri.startswith(("models:/", "runs:/")):
+        raise ConfigurationError(f"{model_uri!r} is not an MLflow model URI; compile with tracking on to get one")
+    env = {**os.environ, "MLFLOW_TRACKING_URI": resolve_uri(tracking_uri)}
+    command = [sys.executable, "-m", "mlflow", "models", "serve", "-m", model_uri, "--env-manager", "local",
+               "-h", host, "-p", str(port)]
+    raise typer.Exit(subprocess.call(command, env=env))
