@@ -39,10 +39,10 @@ def evaluate(
                         judge_lm=settings.judge_lm or settings.lm, retriever=run.retriever_name,
                         metrics=tuple(run.metrics))
     out_dir = out or config.default_out()
-    console = Console()
+    console = wide_console()
     with _progress(console) as progress:
         task = progress.add_task(f"{program} on {dataset}/{split}", total=len(run.examples))
-        outcome = run_eval(config, run.program, run.examples, run.metrics, out_dir, threads=settings.threads,
+        outcome = run_eval(config, run.program, run.examples, run.metrics, out_dir, threads=eval_workers(settings),
                            on_result=lambda _: progress.advance(task), track=track)
     console.print(report_table([outcome.report]))
     console.print(f"results: {out_dir}/results.jsonl · report: {out_dir}/report.json · plot: {out_dir}/tradeoff.png")
@@ -55,7 +55,21 @@ def compare(reports: list[Path] = typer.Argument(..., help="Run folders or repor
     """Print the side-by-side table of several runs."""
     from disambig.evaluation.report import read_report
 
-    Console().print(report_table([read_report(path) for path in reports]))
+    wide_console().print(report_table([read_report(path) for path in reports]))
+
+
+def eval_workers(settings: object) -> int:
+    """Questions answered at once: 1 for the in-process model (its calls are serialised anyway, and queueing
+    would inflate per-question latency), the thread setting for remote LMs."""
+    from disambig.lm import parse_spec
+
+    return 1 if parse_spec(settings.lm).is_local else settings.threads
+
+
+def wide_console() -> Console:
+    """A console wide enough for the table even when output is piped."""
+    console = Console()
+    return console if console.is_terminal else Console(width=200)
 
 
 def report_table(reports: list[dict]) -> Table:
