@@ -65,9 +65,9 @@ def compile_program(
     lms: dict[str, Any] | None = None,
 ) -> CompileResult:
     """Score ``program`` on ``valset``, compile it on ``trainset``, score again, save JSON state + manifest."""
+    optimizer = make_optimizer(job.optimizer, metric, job.budget, **(lms or {}))
     before = score(program, valset, metric, job.budget.threads)
     logger.info("uncompiled %s: %.4f on %d held-out questions", job.metric_name, before, len(valset))
-    optimizer = make_optimizer(job.optimizer, metric, job.budget, **(lms or {}))
     compiled = optimizer.compile(program, trainset=trainset, **compile_kwargs(job.optimizer, job.budget, valset))
     after = score(compiled, valset, metric, job.budget.threads)
     logger.info("compiled %s: %.4f", job.metric_name, after)
