@@ -23,6 +23,7 @@ class PreparedRun:
     examples: list[Any]
     metrics: dict[str, Callable[..., float]]
     retriever_name: str
+    judge_lm: str = ""
 
 
 def prepare_run(
@@ -54,9 +55,10 @@ def prepare_run(
         retriever = build_retriever(kind, corpus=corpus, settings=settings)
     module = build_program(program, retriever=retriever)
     names = metric_names or default_metrics(dataset, with_retrieval=bool(kind))
-    metrics = resolve_metrics(names, settings)
-    configure_dspy(build_lm(settings))
-    return PreparedRun(module, examples, metrics, f"{kind}:{corpus}" if kind else "")
+    lm = build_lm(settings)
+    metrics = resolve_metrics(names, settings, program_lm=lm)
+    configure_dspy(lm)
+    return PreparedRun(module, examples, metrics, f"{kind}:{corpus}" if kind else "", judge_spec(names, settings))
 
 
 def default_metrics(dataset: str, with_retrieval: bool) -> list[str]:
@@ -64,8 +66,29 @@ def default_metrics(dataset: str, with_retrieval: bool) -> list[str]:
     return names + list(RETRIEVAL_METRICS) if with_retrieval else names
 
 
-def resolve_metrics(names: list[str], settings: Settings) -> dict[str, Callable[..., float]]:
-    """Metric callables by name; judge metrics get the judge LM (``settings.judge_lm``, else the program LM)."""
-    from disambig.metrics import get_metric
+def judge_spec(names: list[str], settings: Settings) -> str:
+    """The LM spec the judge metrics among ``names`` use (``settings.judge_lm``, else the program LM); "" if none."""
+    from disambig.metrics import is_judge_metric
 
-    return {name: get_metric(name) for name in names}
+    return (settings.judge_lm or settings.lm) if any(is_judge_metric(n) for n in names) else ""
+
+
+def resolve_metrics(
+    names: list[str], settings: Settings, program_lm: Any = None
+) -> dict[str, Callable[..., float]]:
+    """Metric callables by name; judge metrics get the judge LM (``settings.judge_lm``, else the program LM).
+
+    The judge LM is built only when a judge metric is asked for, and all judge metrics share one ``Judge`` (so
+    G-Precision, G-Recall and G-F1 ask each question once). When the judge spec is the program's own spec and
+    ``program_lm`` is given, that LM object is reused instead of loading the model twice.
+    """
+    from disambig.metrics import Judge, get_metric
+
+    spec = judge_spec(names, settings)
+    judge = None
+    if spec:
+        from disambig.runtime import build_lm
+
+        same_lm = program_lm is not None and spec == settings.lm
+        judge = Judge(program_lm if same_lm else build_lm(settings, spec=spec))
+    return {name: get_metric(name, judge_lm=judge) for name in names}

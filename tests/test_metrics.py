@@ -98,3 +98,78 @@ def test_ranking_through_ranx():
     scores = ranking_scores(qrels, run, ["recall@1", "mrr@10"])
     # q1: d1 at rank 1 -> recall@1 = 1, RR = 1 ; q2: d3 at rank 2 -> recall@1 = 0, RR = 1/2
     assert scores == {"recall@1": pytest.approx(0.5), "mrr@10": pytest.approx(0.75)}
+
+
+def test_exact_match_edge_cases():
+    assert exact_match("", ["Ronaldo"]) == 0.0
+    assert exact_match("Ronaldo", []) == 0.0  # an unanswerable gold: nothing to match
+    assert exact_match("Cristiano  Ronaldo!", ["cristiano ronaldo"]) == 1.0
+
+
+def test_answer_set_f1_one_vs_many_and_empty_clusters():
+    # one prediction, one interpretation, exact -> 1
+    assert answer_set_f1(["Ronaldo"], [["Cristiano Ronaldo", "Ronaldo"]]) == 1.0
+    # one prediction vs two clusters: P = 1, R = (1 + 0) / 2 -> F1 = 2/3
+    assert answer_set_f1(["Ronaldo"], [["Ronaldo"], ["Christine Sinclair"]]) == pytest.approx(2 / 3)
+    # "sinclair" vs "christine sinclair": P = 1, R = 1/2 -> F1 2/3 for that cluster; P_set = 2/3, R_set = (0 + 2/3)/2
+    # = 1/3 -> F1 = 2 * (2/3) * (1/3) / (2/3 + 1/3) = 4/9
+    assert answer_set_f1(["Sinclair"], [["Ronaldo"], ["Christine Sinclair"]]) == pytest.approx(4 / 9)
+    # clusters without answers are dropped; nothing left and nothing predicted counts as agreement
+    assert answer_set_f1([], [[]]) == 1.0
+    assert answer_set_f1(["Ronaldo"], [[]]) == 0.0
+
+
+def test_coverage_edge_cases():
+    # an unanswerable gold interpretation counts in the total but is never covered: 1 of 2
+    unanswerable = [GOALS[0], {"question": "in 2030?", "answers": []}]
+    assert coverage(unanswerable, [{"answer": "Ronaldo"}]).recall == 0.5
+    # duplicate predicted answers each match: precision 2/2, recall 1/2
+    dup = coverage(GOALS, [{"answer": "Ronaldo"}, {"answer": "ronaldo"}])
+    assert (dup.recall, dup.precision, dup.matched_predictions) == (0.5, 1.0, 2)
+    # blank predicted answers are not predictions; a wrong one lowers precision: 1 of 2 match
+    mixed = coverage(GOALS, [{"answer": ""}, {"answer": None}, {"answer": "Sinclair"}, {"answer": "Messi"}])
+    assert (mixed.predictions, mixed.precision) == (2, 0.5)
+    # "Sinclair" vs "Christine Sinclair": F1 2/3 >= 0.5 -> women's covered; 1 of 2
+    assert mixed.recall == 0.5
+    # one gold interpretation, one right prediction -> everything 1
+    single = coverage(GOALS[:1], [{"answer": "Cristiano Ronaldo"}])
+    assert (single.recall, single.precision, single.f1) == (1.0, 1.0, 1.0)
+    assert coverage([], [{"answer": "x"}]).recall == 0.0
+
+
+def test_rouge_l_without_references_or_with_blank_prediction():
+    assert rouge_l("Ronaldo leads.", []) == 0.0
+    assert rouge_l("   ", ["Ronaldo leads."]) == 0.0
+
+
+def test_mrecall_edge_cases():
+    assert mrecall_at_k([], ["anything"], k=5) == 0.0  # no gold interpretation
+    assert mrecall_at_k(GOALS, [], k=5) == 0.0  # nothing retrieved
+    # only the top-k count: Sinclair's passage at rank 3 is cut at k=2 (2 interpretations needed)
+    passages = ["Cristiano Ronaldo", "Lionel Messi", "Christine Sinclair"]
+    assert mrecall_at_k(GOALS, passages, k=2) == 0.0
+    assert mrecall_at_k(GOALS, passages, k=3) == 1.0
+    # whole-word containment: "Ronaldoo" does not contain the answer "Ronaldo"
+    assert mrecall_at_k(GOALS[:1], ["Ronaldoo"], k=1) == 0.0
+
+
+def test_registry_metrics_read_interpretations_before_the_long_answer():
+    ex = dspy.Example(question="q", interpretations=GOALS, long_answers=[])
+    pred = dspy.Prediction(interpretations=[{"answer": "Messi"}, {"answer": "Christine Sinclair"}],
+                           long_answer="Cristiano Ronaldo", passages=[])
+    # EM/F1 are the best over the predicted answers (the long answer is only a fallback): Sinclair -> 1
+    assert get_metric("em")(ex, pred) == 1.0 and get_metric("f1")(ex, pred) == 1.0
+    # answer-f1: P = (0 + 1)/2, R = (0 + 1)/2 -> 0.5
+    assert get_metric("answer-f1")(ex, pred) == pytest.approx(0.5)
+    # d-f1 reads the long answer too: both covered; d-precision 1 of 2 predicted answers
+    assert get_metric("d-f1")(ex, pred) == 1.0 and get_metric("d-precision")(ex, pred) == 0.5
+    empty = dspy.Prediction(interpretations=[], long_answer="", passages=[])
+    assert [get_metric(m)(ex, empty) for m in ("em", "f1", "answer-f1", "d-f1", "rouge-l", "dr")] == [0.0] * 6
+
+
+def test_mrecall_registry_takes_any_positive_k():
+    ex = dspy.Example(question="q", interpretations=GOALS, long_answers=[])
+    pred = dspy.Prediction(interpretations=[], long_answer="", passages=[{"title": "", "text": "Ronaldo"}])
+    assert get_metric("mrecall@1")(ex, pred) == 1.0 and get_metric("mrecall@5")(ex, pred) == 0.0
+    with pytest.raises(ConfigurationError, match="mrecall@K"):
+        get_metric("mrecall@0")

@@ -1,0 +1,59 @@
+"""Judge steps used by the LLM-judge metrics (never by the programs): match, verify, dedup, similarity, coverage."""
+
+from __future__ import annotations
+
+import dspy
+
+
+class MatchInterpretation(dspy.Signature):
+    """An ambiguous question has several readings. Decide whether the list of candidate readings contains one
+    that asks the same thing as the given reading and gets the same answer, even if worded differently."""
+
+    # Seed: VerDICt (001), Appendix C, Figure 7 (prompt I_M), one reading against a list as in Eq. 17/18.
+    question: str = dspy.InputField(desc="the ambiguous question")
+    interpretation: str = dspy.InputField(desc="one disambiguated question -> its answer")
+    candidates: list[str] = dspy.InputField(desc="other disambiguated questions -> their answers")
+    matched: bool = dspy.OutputField(desc="true if a candidate is the same reading with the same answer")
+
+
+class VerifySupport(dspy.Signature):
+    """Decide whether the passage supports the answer to the question: it must give enough evidence to reach
+    that answer for that question on its own, without outside knowledge."""
+
+    # Seed: VerDICt (001), Appendix C, Figure 8 (prompt I_V), V(q, p) of Eq. 10 and 20.
+    question: str = dspy.InputField(desc="a disambiguated question")
+    answer: str = dspy.InputField()
+    passage: str = dspy.InputField()
+    supported: bool = dspy.OutputField(desc="true if the passage supports the answer")
+
+
+class DeduplicateInterpretations(dspy.Signature):
+    """The sub-questions below each disambiguate the same ambiguous question. Drop those that are nearly
+    identical to an earlier one and list the distinct sub-questions that remain."""
+
+    # Seed: VerDICt (001), Appendix C, Figure 9 (prompt I_D), used to count unique interpretations.
+    question: str = dspy.InputField(desc="the ambiguous question")
+    interpretations: list[str] = dspy.InputField(desc="disambiguated sub-questions, possibly repeated")
+    unique: list[str] = dspy.OutputField(desc="the distinct sub-questions, one per item")
+
+
+class AnswerSimilarity(dspy.Signature):
+    """Rate how close in meaning the generated answer is to the reference answer for the question, from 0
+    (unrelated or contradicting) to 1 (says the same thing); ignore wording, length and style."""
+
+    # Seed: ADF (000), section 5.2.2, Similarity Score: sim_LLM(prediction, a) in [0, 1].
+    question: str = dspy.InputField()
+    prediction: str = dspy.InputField(desc="the generated answer")
+    reference: str = dspy.InputField(desc="one valid reference answer")
+    similarity: float = dspy.OutputField(desc="0 to 1; 1 means semantically equivalent")
+
+
+class InterpretationCovered(dspy.Signature):
+    """One reading of an ambiguous question is given with its accepted answers. Decide whether the response
+    answers this reading with one of those answers, in meaning if not in the same words."""
+
+    # Seed: ADF (000), section 5.2.2, Disambiguation Score: is interpretation I_j covered by the prediction.
+    interpretation: str = dspy.InputField(desc="a disambiguated question")
+    answers: list[str] = dspy.InputField(desc="accepted answers to it (aliases)")
+    response: str = dspy.InputField(desc="the generated answer to the ambiguous question")
+    covered: bool = dspy.OutputField(desc="true if the response gives one of the answers for this reading")
