@@ -3,5 +3,19 @@
 from __future__ import annotations
 
 from disambig.signatures.answer import ClosedBookAnswer
+from disambig.signatures.judge import (
+    AnswerSimilarity,
+    DeduplicateInterpretations,
+    InterpretationCovered,
+    MatchInterpretation,
+    VerifySupport,
+)
 
-__all__ = ["ClosedBookAnswer"]
+__all__ = [
+    "AnswerSimilarity",
+    "ClosedBookAnswer",
+    "DeduplicateInterpretations",
+    "InterpretationCovered",
+    "MatchInterpretation",
+    "VerifySupport",
+]
