@@ -21,7 +21,7 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	$(VENV)/bin/disambig lm check
-	$(VENV)/bin/disambig ask "Who has the highest goals in world football?"
+	$(VENV)/bin/disambig ask "Who has the highest goals in world football?" --program diva --retriever hybrid
 
 test: $(STAMP)
 	$(PY) -m pytest

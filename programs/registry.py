@@ -22,6 +22,22 @@ PROGRAMS: dict[str, ProgramInfo] = {
     "closed-book": ProgramInfo(
         "disambig.programs.closed_book:ClosedBook", "one LM call, no retrieval (DIVA's closed-book baseline)", False
     ),
+    "vanilla-rag": ProgramInfo(
+        "disambig.programs.vanilla_rag:VanillaRAG", "top-5 passages, extract readings, consolidate (RAC)", True
+    ),
+    "iterative-rag": ProgramInfo(
+        "disambig.programs.iterative_rag:IterativeRAG",
+        "tree of clarifications: readings become the next level's queries (depth 3, 10 nodes)", True,
+    ),
+    "dtv-no-verify": ProgramInfo(
+        "disambig.programs.dtv:DtVNoVerify", "pseudo-interpretations, retrieval per reading, RAC (no verification)",
+        True,
+    ),
+    "diva": ProgramInfo(
+        "disambig.programs.diva:DIVA",
+        "DIVA: ambiguity typing, pseudo-interpretations, diversified + pruned retrieval, verification, adaptive answer",
+        True,
+    ),
 }
 
 

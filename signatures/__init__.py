@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from disambig.signatures.answer import ClosedBookAnswer
+from disambig.signatures.answer import ClosedBookAnswer, ConsolidateAnswer, Disambiguation, ExtractInterpretations
+from disambig.signatures.diva import ClassifyAmbiguity, PseudoInterpretations, VerifyRetrieval
 from disambig.signatures.judge import (
     AnswerSimilarity,
     DeduplicateInterpretations,
@@ -13,9 +14,15 @@ from disambig.signatures.judge import (
 
 __all__ = [
     "AnswerSimilarity",
+    "ClassifyAmbiguity",
     "ClosedBookAnswer",
+    "ConsolidateAnswer",
     "DeduplicateInterpretations",
+    "Disambiguation",
+    "ExtractInterpretations",
     "InterpretationCovered",
     "MatchInterpretation",
+    "PseudoInterpretations",
+    "VerifyRetrieval",
     "VerifySupport",
 ]

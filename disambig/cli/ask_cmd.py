@@ -15,34 +15,58 @@ from disambig.settings import load_settings
 def ask(
     question: str = typer.Argument(..., help="The question to answer."),
     program: str = typer.Option("closed-book", "--program", "-p", help="Registered program (see `disambig programs`)."),
+    retriever: str | None = typer.Option(None, "--retriever", help="bm25, dense or hybrid (default hybrid if needed)."),
+    corpus: str = typer.Option("wiki-slice", "--corpus", help="Corpus the retriever searches."),
+    artifact: str | None = typer.Option(None, "--artifact", help="Compiled program: state JSON path or models:/..."),
     lm: str | None = options.LM,
     threads: int | None = options.THREADS,
 ) -> None:
     """Answer QUESTION with a program and print the interpretations, the answer, LM calls, tokens and latency."""
-    from disambig.programs import build_program
     from disambig.runtime import build_lm, configure_dspy
 
     if not question.strip():
         raise ValueError("question is empty; pass the question text as the first argument")
     settings = load_settings(lm=lm, threads=threads)
-    module = build_program(program)
+    module = _program(settings, program, retriever, corpus, artifact)
     configure_dspy(build_lm(settings))
     prediction = module(question=question)
     _show(Console(), question, prediction)
 
 
+def _program(settings: object, name: str, retriever: str | None, corpus: str, artifact: str | None) -> object:
+    from disambig.programs import PROGRAMS, build_program
+    from disambig.retrieval import build_retriever
+
+    if artifact:
+        from disambig.loading import load
+
+        searcher = build_retriever(retriever, corpus=corpus, settings=settings) if retriever else None
+        return load(artifact, retriever=searcher, settings=settings)
+    info = PROGRAMS.get(name)
+    kind = retriever or ("hybrid" if info is not None and info.needs_retriever else None)
+    searcher = build_retriever(kind, corpus=corpus, settings=settings) if kind else None
+    return build_program(name, retriever=searcher)
+
+
 def _show(console: Console, question: str, prediction: object) -> None:
+    titles = {p["id"]: p["title"] or p["id"] for p in getattr(prediction, "passages", []) or []}
     interpretations = getattr(prediction, "interpretations", [])
     if interpretations:
         table = Table(title="Interpretations")
         for column in ("#", "question", "answer", "passages"):
             table.add_column(column)
         for i, item in enumerate(interpretations, 1):
-            table.add_row(str(i), item["question"], item["answer"], ", ".join(item["passage_ids"]))
+            cited = ", ".join(titles.get(pid, pid) for pid in item["passage_ids"])
+            table.add_row(str(i), item["question"], item["answer"], cited)
         console.print(table)
+    trace = prediction.trace
+    notes = trace.get("notes", {})
+    if notes.get("pseudo_interpretations") and not interpretations:
+        console.print("[bold]Pseudo-interpretations:[/bold] " + " | ".join(notes["pseudo_interpretations"]))
+    if "grade" in notes:
+        console.print(f"[bold]Retrieval grade:[/bold] {notes['grade']} (verdicts {notes.get('verdicts')})")
     console.print(f"[bold]Q:[/bold] {question}")
     console.print(f"[bold]A:[/bold] {prediction.long_answer}")
-    trace = prediction.trace
     console.print(
         f"LM calls {trace['lm_calls']} · tokens in {trace['input_tokens']} / out {trace['output_tokens']} · "
         f"retrieval calls {trace['retrieval_calls']} · {trace['seconds']:.2f} s"

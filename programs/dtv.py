@@ -1,0 +1,53 @@
+"""DtV-no-verify: pseudo-interpretations, retrieval per interpretation, then RAC (VerDICt's baseline).
+
+DIVA's diversify step without its pruning and verification: each pseudo-interpretation is its own query
+against the whole corpus, and the answer is written from the round-robin union of their top passages.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dspy
+
+from disambig.optimizers.knobs import Knob
+from disambig.programs.context import unique
+from disambig.programs.interpret import PseudoInterpreter
+from disambig.programs.rac import RAC
+from disambig.programs.result import make_prediction
+from disambig.programs.trace import measured
+
+
+class DtVNoVerify(dspy.Module):
+    """Diversify, retrieve per reading, generate.
+
+    Args:
+        retriever: any retriever with ``batch_search(queries, k)``.
+        k: passages given to the LM (taken rank by rank across the readings' lists).
+        max_readings: pseudo-interpretations kept.
+    """
+
+    KNOBS = {"k": Knob(3, 8), "max_readings": Knob(2, 6)}
+
+    def __init__(self, retriever: Any, k: int = 5, max_readings: int = 5) -> None:
+        super().__init__()
+        self.retriever = retriever
+        self.k = k
+        self.interpret = PseudoInterpreter(max_readings)
+        self.rac = RAC()
+
+    def forward(self, question: str) -> dspy.Prediction:
+        with measured() as trace:
+            readings = self.interpret(question=question)
+            lists = self.retriever.batch_search(list(readings.questions), self.k)
+            trace.retrieval_calls += len(lists)
+            passages = unique(round_robin(lists), limit=self.k)
+            found, long_answer = self.rac(question=question, passages=passages)
+            trace.notes.update(types=list(readings.types), pseudo_interpretations=list(readings.questions))
+        return make_prediction(found, long_answer, trace, passages)
+
+
+def round_robin(lists: list[list[Any]]) -> list[Any]:
+    """Rank 1 of every list, then rank 2 of every list, and so on."""
+    depth = max((len(x) for x in lists), default=0)
+    return [x[rank] for rank in range(depth) for x in lists if rank < len(x)]
