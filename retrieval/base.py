@@ -1,0 +1,47 @@
+"""The retriever interface and the argument checks every retriever shares."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from disambig.retrieval.passage import Passage
+
+Progress = Callable[[int, int], None]
+"""Called as ``progress(done, total)`` while an index is built."""
+
+
+class Retriever(Protocol):
+    """Ranked passages for a query; ``size`` is the number of passages searched."""
+
+    name: str
+
+    @property
+    def size(self) -> int: ...
+
+    def search(self, query: str, k: int = 10) -> list[Passage]: ...
+
+    def batch_search(self, queries: list[str], k: int = 10) -> list[list[Passage]]: ...
+
+
+def check_query(query: str) -> str:
+    """The query without surrounding blanks; an empty or non-string query is a ``ValueError``."""
+    if not isinstance(query, str) or not query.strip():
+        raise ValueError(f"query must be a non-empty string, got {query!r}")
+    return query.strip()
+
+
+def check_queries(queries: list[str]) -> list[str]:
+    """Every query checked with ``check_query``; a bare string is refused (it would be split into characters)."""
+    if isinstance(queries, str) or not isinstance(queries, list | tuple):
+        raise TypeError(f"queries must be a list of strings, got {type(queries).__name__}; use search() for one")
+    return [check_query(q) for q in queries]
+
+
+def check_k(k: int, size: int) -> int:
+    """``k`` when ``1 <= k <= size``; otherwise a ``ValueError`` that says which bound was crossed."""
+    if not isinstance(k, int) or isinstance(k, bool) or k <= 0:
+        raise ValueError(f"k={k!r} must be a positive integer")
+    if k > size:
+        raise ValueError(f"k={k} exceeds corpus size {size}; lower k or index more passages")
+    return k

@@ -1,0 +1,165 @@
+"""BM25 on a Lucene index built and searched through pyserini (JVM started on first use)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from disambig.errors import ConfigurationError
+from disambig.retrieval.base import Progress, check_k, check_queries, check_query
+from disambig.retrieval.passage import Passage
+from disambig.retrieval.store import IndexCorruptError, package_version, rebuild_hint
+
+LUCENE_DIR = "lucene"
+BATCH = 2000
+PREBUILT = "prebuilt:"
+
+
+def write_lucene(folder: Path, passages: list[dict[str, str]], progress: Progress | None = None,
+                 threads: int = 1) -> dict[str, Any]:
+    """Index ``title + text`` as the Lucene ``contents`` field (Anserini's English analyzer), raw JSON stored."""
+    _, index_lucene = _pyserini()
+    indexer = index_lucene.LuceneIndexer(args=["-index", str(folder / LUCENE_DIR), "-storeRaw"], threads=threads)
+    for start in range(0, len(passages), BATCH):
+        batch = passages[start : start + BATCH]
+        indexer.add_batch_raw([json.dumps({"id": p["id"], "contents": contents(p)}) for p in batch])
+        if progress:
+            progress(start + len(batch), len(passages))
+    indexer.close()
+    return {"backend": f"pyserini {package_version('pyserini')}", "fields": "title + text"}
+
+
+def contents(passage: dict[str, str]) -> str:
+    """The text BM25 sees: the title on its own line, then the passage."""
+    return f"{passage['title']}\n{passage['text']}".strip()
+
+
+class BM25Retriever:
+    """Lucene BM25 over an index folder made by ``write_lucene`` or a pyserini prebuilt index.
+
+    Args:
+        folder: the index folder (holding ``lucene/``).
+        passages: the indexed ``{id, title, text}`` rows, in any order.
+        corpus: the corpus name or path, for error messages.
+        k1, b: BM25 parameters (pyserini's defaults 0.9 and 0.4).
+        threads: threads for ``batch_search``.
+    """
+
+    name = "bm25"
+
+    def __init__(self, folder: Path, passages: list[dict[str, str]], corpus: str, k1: float = 0.9, b: float = 0.4,
+                 threads: int = 1) -> None:
+        self.folder = folder
+        self.corpus = corpus
+        self.k1, self.b = k1, b
+        self.threads = threads
+        self._passages: dict[str, dict[str, str]] | None = {p["id"]: p for p in passages}
+        self._searcher: Any = None
+        self._size = len(passages)
+
+    @classmethod
+    def prebuilt(cls, name: str, k1: float = 0.9, b: float = 0.4, threads: int = 1) -> BM25Retriever:
+        """Open pyserini's prebuilt index ``name`` (e.g. ``wikipedia-dpr``), downloading it once (needs network)."""
+        from disambig.retrieval.java import prebuilt_bm25_names
+
+        known = prebuilt_bm25_names()
+        if name not in known:
+            close = sorted(n for n in known if name.split("-")[0] in n)[:8]
+            raise ConfigurationError(f"unknown prebuilt index {name!r}; pyserini's BM25 indexes include "
+                                     f"{', '.join(close) or 'wikipedia-dpr, msmarco-v1-passage'}")
+        search_lucene, _ = _pyserini()
+        try:
+            searcher = search_lucene.LuceneSearcher.from_prebuilt_index(name)
+        except OSError as exc:
+            raise ConfigurationError(f"could not download prebuilt index {name!r} ({exc}); it needs network "
+                                     "access once, then lives in ~/.cache/pyserini") from None
+        if searcher is None:
+            raise ConfigurationError(f"could not download prebuilt index {name!r}; it needs network access once")
+        retriever = cls(Path(searcher.index_dir), [], f"{PREBUILT}{name}", k1, b, threads)
+        retriever._passages, retriever._size = None, int(searcher.num_docs)
+        retriever._searcher = _configured(searcher, k1, b)
+        return retriever
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def search(self, query: str, k: int = 10) -> list[Passage]:
+        query, k = check_query(query), check_k(k, self.size)
+        return self._to_passages(self._lucene().search(query, k))
+
+    def batch_search(self, queries: list[str], k: int = 10) -> list[list[Passage]]:
+        queries, k = check_queries(queries), check_k(k, self.size)
+        if not queries:
+            return []
+        qids = [str(i) for i in range(len(queries))]
+        hits = self._lucene().batch_search(queries, qids, k, self.threads)
+        return [self._to_passages(hits[q]) for q in qids]
+
+    def _to_passages(self, hits: list[Any]) -> list[Passage]:
+        out = []
+        for rank, hit in enumerate(hits, 1):
+            pid, title, text = self._row(hit.docid)
+            out.append(Passage(pid, title, text, float(hit.score), rank))
+        return out
+
+    def _row(self, docid: str) -> tuple[str, str, str]:
+        if self._passages is not None:
+            p = self._passages[docid]
+            return p["id"], p["title"], p["text"]
+        return (docid, *split_raw(self._lucene().doc(docid).raw() or ""))
+
+    def _lucene(self) -> Any:
+        if self._searcher is None:
+            self._searcher = _configured(self._open(), self.k1, self.b)
+        return self._searcher
+
+    def _open(self) -> Any:
+        search_lucene, _ = _pyserini()
+        path = self.folder / LUCENE_DIR
+        if not path.is_dir():
+            raise self._damaged(f"no Lucene index at {str(path)!r}")
+        try:
+            searcher = search_lucene.LuceneSearcher(str(path))
+        except Exception as exc:  # noqa: BLE001 - the JVM raises its own exception types
+            raise self._damaged(f"Lucene index at {str(path)!r} cannot be opened ({java_message(exc)})") from None
+        if searcher.num_docs != self._size:
+            raise self._damaged(f"Lucene index at {str(path)!r} holds {searcher.num_docs} documents, not {self._size}")
+        return searcher
+
+    def _damaged(self, what: str) -> IndexCorruptError:
+        return IndexCorruptError(f"{what}; rebuild it with `{rebuild_hint(self.corpus, 'bm25')}`")
+
+
+def split_raw(raw: str) -> tuple[str, str]:
+    """``(title, text)`` of a stored pyserini document: ``{title, text}`` JSON, or ``contents`` whose first line
+    is the title when there are several lines (Wikipedia-DPR writes ``"Title"\\ntext``)."""
+    try:
+        row = json.loads(raw)
+    except json.JSONDecodeError:
+        row = {"contents": raw}
+    if not isinstance(row, dict):
+        row = {"contents": raw}
+    if "text" in row:
+        return str(row.get("title") or ""), str(row["text"])
+    body = str(row.get("contents") or "")
+    title, sep, text = body.partition("\n")
+    return (title.strip().strip('"'), text.strip()) if sep else ("", body)
+
+
+def java_message(exc: BaseException, limit: int = 200) -> str:
+    """The first line of a JVM exception, without pyjnius' prefix or the Java stack trace."""
+    first = (str(exc).splitlines() or [type(exc).__name__])[0].removeprefix("JVM exception occurred: ")
+    return first if len(first) <= limit else first[: limit - 1] + "…"
+
+
+def _configured(searcher: Any, k1: float, b: float) -> Any:
+    searcher.set_bm25(float(k1), float(b))
+    return searcher
+
+
+def _pyserini() -> Any:
+    from disambig.retrieval.java import pyserini_lucene
+
+    return pyserini_lucene()

@@ -1,0 +1,138 @@
+"""Dense retrieval: sentence embeddings in FAISS (inner product on unit vectors = cosine similarity)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from disambig.errors import ConfigurationError
+from disambig.retrieval.base import Progress, check_k, check_queries, check_query
+from disambig.retrieval.passage import Passage
+from disambig.retrieval.store import IndexCorruptError, package_version, rebuild_hint
+
+FAISS_FILE = "faiss.index"
+VECTORS_FILE = "vectors.npy"
+IDS_FILE = "ids.json"
+EXACT_LIMIT = 100_000
+HNSW_NEIGHBOURS = 32
+HNSW_EF_CONSTRUCTION = 40
+HNSW_EF_SEARCH = 128
+ENCODE_CHUNK = 1024
+
+
+def make_faiss_index(vectors: Any) -> Any:
+    """Exact ``IndexFlatIP`` up to 100k vectors, HNSW (inner product, M = 32) above."""
+    import faiss
+
+    n, dim = vectors.shape
+    if n <= EXACT_LIMIT:
+        index = faiss.IndexFlatIP(dim)
+    else:
+        index = faiss.IndexHNSWFlat(dim, HNSW_NEIGHBOURS, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+        index.hnsw.efSearch = HNSW_EF_SEARCH
+    index.add(vectors)
+    return index
+
+
+def passage_text(passage: dict[str, str]) -> str:
+    """What the encoder sees: ``title: text``, or the text alone when there is no title."""
+    return f"{passage['title']}: {passage['text']}" if passage["title"] else passage["text"]
+
+
+def encode_passages(passages: list[dict[str, str]], embedder: Any, progress: Progress | None = None) -> Any:
+    """``(n, d)`` float32 unit vectors, encoded in chunks so ``progress(done, total)`` can follow."""
+    import numpy as np
+
+    chunks = []
+    for start in range(0, len(passages), ENCODE_CHUNK):
+        batch = passages[start : start + ENCODE_CHUNK]
+        chunks.append(np.asarray(embedder.encode([passage_text(p) for p in batch]), dtype=np.float32))
+        if progress:
+            progress(start + len(batch), len(passages))
+    return np.vstack(chunks)
+
+
+def write_faiss(folder: Path, passages: list[dict[str, str]], embedder: Any,
+                progress: Progress | None = None) -> dict[str, Any]:
+    """Persist the vectors (``vectors.npy``), the FAISS index and the row -> passage id map (``ids.json``)."""
+    import faiss
+    import numpy as np
+
+    vectors = encode_passages(passages, embedder, progress)
+    index = make_faiss_index(vectors)
+    np.save(folder / VECTORS_FILE, vectors)
+    faiss.write_index(index, str(folder / FAISS_FILE))
+    (folder / IDS_FILE).write_text(json.dumps([p["id"] for p in passages]), encoding="utf-8")
+    return {"backend": f"faiss {package_version('faiss-cpu')}", "faiss_index": type(index).__name__,
+            "dimension": int(vectors.shape[1])}
+
+
+class DenseRetriever:
+    """Nearest passages to the query embedding.
+
+    Args:
+        folder: the index folder made by ``write_faiss``.
+        passages: the indexed ``{id, title, text}`` rows in index order.
+        corpus: the corpus name or path, for error messages.
+        embedder: the encoder the index was built with (``encode(texts)`` -> unit vectors).
+    """
+
+    name = "dense"
+
+    def __init__(self, folder: Path, passages: list[dict[str, str]], corpus: str, embedder: Any) -> None:
+        self.folder = folder
+        self.corpus = corpus
+        self.embedder = embedder
+        self._passages = passages
+        self._index: Any = None
+
+    @property
+    def size(self) -> int:
+        return len(self._passages)
+
+    def search(self, query: str, k: int = 10) -> list[Passage]:
+        return self.batch_search([check_query(query)], k)[0]
+
+    def batch_search(self, queries: list[str], k: int = 10) -> list[list[Passage]]:
+        queries, k = check_queries(queries), check_k(k, self.size)
+        if not queries:
+            return []
+        index = self._faiss()
+        if hasattr(index, "hnsw"):
+            index.hnsw.efSearch = max(HNSW_EF_SEARCH, k)
+        vectors = self.embedder.encode(queries)
+        if vectors.shape[1] != index.d:
+            raise ConfigurationError(f"the embedder gives {vectors.shape[1]}-d vectors but the index at "
+                                     f"{str(self.folder)!r} holds {index.d}-d ones; use the encoder it was built with")
+        scores, rows = index.search(vectors, k)
+        return [self._to_passages(s, r) for s, r in zip(scores, rows, strict=True)]
+
+    def vectors(self) -> Any:
+        """The ``(n, d)`` passage vectors, in the order of the index."""
+        import numpy as np
+
+        return np.load(self.folder / VECTORS_FILE)
+
+    def _to_passages(self, scores: Any, rows: Any) -> list[Passage]:
+        hits = [(float(s), int(r)) for s, r in zip(scores, rows, strict=True) if r >= 0]
+        return [Passage(self._passages[r]["id"], self._passages[r]["title"], self._passages[r]["text"], s, rank)
+                for rank, (s, r) in enumerate(hits, 1)]
+
+    def _faiss(self) -> Any:
+        if self._index is None:
+            import faiss
+
+            path = self.folder / FAISS_FILE
+            try:
+                index = faiss.read_index(str(path))
+                ids = json.loads((self.folder / IDS_FILE).read_text(encoding="utf-8"))
+            except (RuntimeError, OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise IndexCorruptError(f"FAISS index at {str(path)!r} cannot be read ({type(exc).__name__}); "
+                                        f"rebuild it with `{rebuild_hint(self.corpus, 'dense')}`") from None
+            if index.ntotal != len(self._passages) or ids != [p["id"] for p in self._passages]:
+                raise IndexCorruptError(f"FAISS index at {str(path)!r} does not match its passages; rebuild it "
+                                        f"with `{rebuild_hint(self.corpus, 'dense')}`")
+            self._index = index
+        return self._index

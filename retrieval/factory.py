@@ -1,0 +1,150 @@
+"""Build or open the retriever for a corpus: indexes are found (or built) in the cache directory."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from disambig.errors import ConfigurationError
+from disambig.retrieval.base import Progress
+from disambig.retrieval.bm25 import PREBUILT
+from disambig.retrieval.fusion import RRF_K
+from disambig.retrieval.store import build_index, index_dir, read_index
+
+logger = logging.getLogger(__name__)
+KINDS = ("bm25", "dense", "hybrid")
+INDEX_KINDS = ("bm25", "dense")
+
+
+def index_path(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = None) -> Path:
+    """The folder of one ``bm25`` or ``dense`` index; the encoder's name is part of a dense index's key."""
+    _check_kind(kind, INDEX_KINDS)
+    params = {"encoder": encoder_name(_embedder(embedder))} if kind == "dense" else {}
+    return index_dir(cache_dir, corpus, kind, params)
+
+
+def ensure_index(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = None, force: bool = False,
+                 threads: int = 1, progress: Progress | None = None) -> Path:
+    """Build the ``bm25`` or ``dense`` index of ``corpus`` unless an identical one exists; return its folder.
+
+    Args:
+        kind: ``bm25`` or ``dense``.
+        corpus: a bundled corpus name, a JSONL file, a BEIR folder, or ``prebuilt:NAME`` (downloaded by pyserini
+            into its own cache).
+        cache_dir: the cache directory (indexes go under ``indexes/``).
+        embedder: the dense encoder (all-MiniLM-L6-v2 by default).
+        force: rebuild even when the index exists.
+        threads: Lucene indexing threads.
+        progress: called as ``progress(done, total)`` during the build.
+    """
+    _check_corpus(corpus, kind)
+    if corpus.startswith(PREBUILT):
+        from disambig.retrieval.bm25 import BM25Retriever
+
+        return BM25Retriever.prebuilt(corpus.removeprefix(PREBUILT)).folder
+    encoder = _embedder(embedder) if kind == "dense" else None
+    folder = index_path(kind, corpus, cache_dir, encoder)
+    if folder.is_dir() and not force:
+        return folder
+    logger.info("building %s index of %s in %s", kind, corpus, folder)
+    if kind == "bm25":
+        from disambig.retrieval.bm25 import write_lucene
+
+        return build_index(folder, corpus, kind, {}, lambda tmp, ps, tick: write_lucene(tmp, ps, tick, threads),
+                           progress)
+    from disambig.retrieval.dense import write_faiss
+
+    return build_index(folder, corpus, kind, {"encoder": encoder_name(encoder)},
+                       lambda tmp, ps, tick: write_faiss(tmp, ps, encoder, tick), progress)
+
+
+def build_retriever(kind: str, corpus: str = "wiki-slice", settings: Any = None, embedder: Any = None,
+                    auto_build: bool = True, k1: float = 0.9, b: float = 0.4, rrf_k: int = RRF_K,
+                    weights: tuple[float, float] = (1.0, 1.0), depth: int = 100) -> Any:
+    """Open the ``bm25``, ``dense`` or ``hybrid`` retriever of ``corpus``.
+
+    Args:
+        kind: ``bm25``, ``dense`` or ``hybrid``.
+        corpus: ``wiki-slice``, ``dbpedia-entity-5k``, a JSONL file of ``{id, title, text}``, a BEIR folder, or
+            ``prebuilt:NAME`` for a pyserini prebuilt BM25 index (downloaded once; needs network).
+        settings: ``disambig.settings.Settings`` (cache directory, threads); ``load_settings()`` by default.
+        embedder: the dense encoder; all-MiniLM-L6-v2 by default.
+        auto_build: build a missing index (from local files only); otherwise a missing index is an error
+            naming the build command.
+        k1, b: BM25 parameters (search time; the index does not depend on them).
+        rrf_k, weights, depth: hybrid fusion constant, ``(bm25, dense)`` list weights, and passages per list.
+    """
+    _check_kind(kind, KINDS)
+    _check_params(k1, b, rrf_k, weights, depth)
+    _check_corpus(corpus, kind)
+    settings = _settings(settings)
+    if kind == "hybrid":
+        from disambig.retrieval.hybrid import HybridRetriever
+
+        encoder = _embedder(embedder)
+        sparse = build_retriever("bm25", corpus, settings, encoder, auto_build, k1, b)
+        dense = build_retriever("dense", corpus, settings, encoder, auto_build)
+        return HybridRetriever(sparse, dense, rrf_k=rrf_k, depth=depth, weights=tuple(weights))
+    if kind == "bm25" and corpus.startswith(PREBUILT):
+        from disambig.retrieval.bm25 import BM25Retriever
+
+        return BM25Retriever.prebuilt(corpus.removeprefix(PREBUILT), k1, b, settings.threads)
+    encoder = _embedder(embedder) if kind == "dense" else None
+    folder = (ensure_index(kind, corpus, settings.cache_dir, encoder, threads=settings.threads) if auto_build
+              else index_path(kind, corpus, settings.cache_dir, encoder))
+    _, passages = read_index(folder, corpus, kind)
+    if kind == "bm25":
+        from disambig.retrieval.bm25 import BM25Retriever
+
+        return BM25Retriever(folder, passages, corpus, k1=k1, b=b, threads=settings.threads)
+    from disambig.retrieval.dense import DenseRetriever
+
+    return DenseRetriever(folder, passages, corpus, encoder)
+
+
+def encoder_name(embedder: Any) -> str:
+    """The name that keys a dense index: ``embedder.name``, else its class name."""
+    return str(getattr(embedder, "name", None) or type(embedder).__name__)
+
+
+def _check_kind(kind: str, allowed: tuple[str, ...]) -> None:
+    if kind not in allowed:
+        raise ConfigurationError(f"unknown retriever {kind!r}; choose one of {', '.join(allowed)}")
+
+
+def _check_corpus(corpus: str, kind: str) -> None:
+    if not isinstance(corpus, str) or not corpus.strip():
+        raise ConfigurationError(f"corpus must be a name or path, got {corpus!r}")
+    if corpus.startswith(PREBUILT) and kind != "bm25":
+        raise ConfigurationError(f"prebuilt pyserini indexes are BM25 only, so {kind!r} cannot search {corpus!r}; "
+                                 "use --retriever bm25, or index a local JSONL corpus for dense and hybrid")
+
+
+def _check_params(k1: float, b: float, rrf_k: int, weights: tuple[float, float], depth: int) -> None:
+    if k1 < 0:
+        raise ValueError(f"BM25 k1={k1} must be non-negative (Lucene's usual range is 0.5-2.0)")
+    if not 0 <= b <= 1:
+        raise ValueError(f"BM25 b={b} must lie between 0 and 1")
+    if rrf_k <= 0:
+        raise ValueError(f"RRF k={rrf_k} must be positive (60 is the usual value)")
+    if len(weights) != 2 or any(w < 0 for w in weights) or not any(weights):
+        raise ValueError(f"weights={tuple(weights)} must be two non-negative numbers (bm25, dense), not both zero")
+    if depth < 1:
+        raise ValueError(f"depth={depth} must be at least 1")
+
+
+def _settings(settings: Any) -> Any:
+    from disambig.settings import load_settings
+
+    if settings is None:
+        return load_settings()
+    return settings if settings.cache_dir else settings.with_overrides(cache_dir=load_settings().cache_dir)
+
+
+def _embedder(embedder: Any) -> Any:
+    if embedder is not None:
+        return embedder
+    from disambig.retrieval.embedder import Embedder
+
+    return Embedder()

