@@ -4,8 +4,9 @@ questions and write ``docs/RESULTS.md`` with the table and the quality-vs-tokens
     python bench/programs.py --limit 50                # every program x dataset, resumable
     python bench/programs.py --limit 50 --report-only  # rewrite docs/RESULTS.md from finished runs
 
-Each program/dataset pair is one ``disambig eval`` run folder under ``--out``; killing the script and
-starting it again resumes where it stopped.
+Each program/dataset pair is one ``disambig eval`` run folder under ``--out`` (default
+``bench/results/suite``, kept in the repository so a later checkout can resume or audit every answer);
+killing the script and starting it again resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ def main() -> None:
     parser.add_argument("--retriever", default="hybrid")
     parser.add_argument("--corpus", default="wiki-slice")
     parser.add_argument("--lm", default=None)
-    parser.add_argument("--out", type=Path, default=Path("runs/suite"))
+    parser.add_argument("--out", type=Path, default=Path("bench/results/suite"))
     parser.add_argument("--results", type=Path, default=Path("docs/RESULTS.md"))
     parser.add_argument("--no-track", action="store_true", help="Do not record the runs in MLflow.")
     parser.add_argument("--report-only", action="store_true")

@@ -12,6 +12,7 @@ import threading
 from typing import Any
 
 from disambig.errors import MissingDependencyError
+from disambig.lm.schema import bounded_schema
 
 SUPPORTED_PARAMS = frozenset({"temperature", "max_tokens", "stop", "seed", "top_p", "response_format"})
 
@@ -109,7 +110,7 @@ def completion_kwargs(config: Any) -> dict[str, Any]:
     if fmt is not None:
         kwargs["response_format"] = {"type": "json_object"}
         if fmt.get("type") == "json_schema":
-            kwargs["response_format"]["schema"] = fmt["schema"]
+            kwargs["response_format"]["schema"] = bounded_schema(fmt["schema"])
     return kwargs
 
 

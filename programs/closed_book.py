@@ -5,6 +5,7 @@ from __future__ import annotations
 import dspy
 
 from disambig.programs.result import make_prediction
+from disambig.programs.seed_demos import predict
 from disambig.programs.trace import measured
 from disambig.signatures import ClosedBookAnswer
 
@@ -15,7 +16,7 @@ class ClosedBook(dspy.Module):
     def __init__(self, retriever: object | None = None) -> None:
         super().__init__()
         self.retriever = retriever
-        self.answer = dspy.Predict(ClosedBookAnswer)
+        self.answer = predict(ClosedBookAnswer)
 
     def forward(self, question: str) -> dspy.Prediction:
         with measured() as trace:

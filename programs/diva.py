@@ -20,6 +20,7 @@ from disambig.programs.diversify import grade, prune, union_top_k
 from disambig.programs.interpret import PseudoInterpreter
 from disambig.programs.rac import RAC
 from disambig.programs.result import make_prediction
+from disambig.programs.seed_demos import predict
 from disambig.programs.trace import measured
 from disambig.signatures import ClosedBookAnswer, VerifyRetrieval
 
@@ -45,9 +46,9 @@ class DIVA(dspy.Module):
         self.embedder = embedder
         self.k, self.first_stage = k, first_stage
         self.interpret = PseudoInterpreter(max_readings)
-        self.verify = dspy.Predict(VerifyRetrieval)
+        self.verify = predict(VerifyRetrieval)
         self.rac = RAC()
-        self.closed_book = dspy.Predict(ClosedBookAnswer)
+        self.closed_book = predict(ClosedBookAnswer)
 
     def forward(self, question: str) -> dspy.Prediction:
         with measured() as trace:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import dspy
 
 from disambig.metrics.normalize import normalize
+from disambig.programs.seed_demos import predict
 from disambig.signatures import ClassifyAmbiguity, PseudoInterpretations
 
 
@@ -28,8 +29,8 @@ class PseudoInterpreter(dspy.Module):
     def __init__(self, max_readings: int = 5) -> None:
         super().__init__()
         self.max_readings = max_readings
-        self.classify = dspy.Predict(ClassifyAmbiguity)
-        self.rewrite = dspy.Predict(PseudoInterpretations)
+        self.classify = predict(ClassifyAmbiguity)
+        self.rewrite = predict(PseudoInterpretations)
 
     def forward(self, question: str) -> Readings:
         typed = self.classify(question=question)

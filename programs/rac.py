@@ -14,6 +14,7 @@ import dspy
 from disambig.metrics.normalize import normalize
 from disambig.programs.context import format_passages, passage_at
 from disambig.programs.result import Interpretation
+from disambig.programs.seed_demos import predict
 from disambig.signatures import ConsolidateAnswer, Disambiguation, ExtractInterpretations
 
 
@@ -22,8 +23,8 @@ class RAC(dspy.Module):
 
     def __init__(self) -> None:
         super().__init__()
-        self.extract = dspy.Predict(ExtractInterpretations)
-        self.consolidate = dspy.Predict(ConsolidateAnswer)
+        self.extract = predict(ExtractInterpretations)
+        self.consolidate = predict(ConsolidateAnswer)
 
     def forward(self, question: str, passages: Sequence[Any]) -> tuple[list[Interpretation], str]:
         found = self.interpretations(question, passages)

@@ -87,3 +87,22 @@ def test_two_threads_calling_at_once_both_succeed(local_lm):
         t.join()
     assert not errors
     assert set(results) == {1, 2} and all(isinstance(r[0], str) for r in results.values())
+
+
+def test_open_arrays_get_a_max_items_bound():
+    from dspy.lm15 import Config
+
+    from disambig.lm.schema import bounded_schema
+
+    schema = {"type": "object", "properties": {
+        "types": {"type": "array", "items": {"enum": ["A", "B"]}},
+        "pairs": {"type": "array", "maxItems": 2, "items": {"type": "object", "properties": {
+            "tags": {"type": "array", "items": {"type": "string"}}}}},
+    }}
+    bounded = bounded_schema(schema, max_items=3)
+    assert bounded["properties"]["types"]["maxItems"] == 3
+    assert bounded["properties"]["pairs"]["maxItems"] == 2  # an explicit bound is kept
+    assert bounded["properties"]["pairs"]["items"]["properties"]["tags"]["maxItems"] == 3
+    assert "maxItems" not in schema["properties"]["types"]  # the input is not mutated
+    config = Config(response_format={"type": "json_schema", "schema": schema})
+    assert completion_kwargs(config)["response_format"]["schema"]["properties"]["types"]["maxItems"] == 6

@@ -1,0 +1,46 @@
+"""The seed paper's one-shot demo for each step (DIVA, Appendix D, Tables 7-12: the World Cup example).
+
+Verification (Table 9) has no demo in the paper and none here.
+
+Programs start with these demos, as the paper's prompts do; ``disambig compile`` replaces them with demos
+chosen on a dataset. They are short, and they sit before the question in every prompt, so the embedded
+model's prompt cache reuses them from one call to the next.
+"""
+
+from __future__ import annotations
+
+import dspy
+
+from disambig.signatures import Disambiguation
+
+QUESTION = "Who is top goalscorer in the world cup?"
+REASON = "The subject 'Who' may refer to men or women, as both men's and women's FIFA World Cups are held."
+MEN = "Who is the top goalscorer in the men's FIFA World Cup?"
+WOMEN = "Who is the top goalscorer in the women's FIFA World Cup?"
+PASSAGES = (
+    "[1] Miroslav Klose | Klose scored 16 goals, the most in the history of the men's World Cup.\n"
+    "[2] Marta | Marta has scored 17 goals, the most of any player at the Women's World Cup."
+)
+PAIRS = [Disambiguation(question=MEN, answer="Miroslav Klose", passage=1),
+         Disambiguation(question=WOMEN, answer="Marta", passage=2)]
+LONG_ANSWER = (
+    "There is a men's and a women's FIFA World Cup. The top goalscorer of the men's World Cup is the German "
+    "player Miroslav Klose. In the women's World Cup, the top goalscorer is the Brazilian player known as Marta."
+)
+
+DEMOS: dict[str, list[dict]] = {
+    "ClassifyAmbiguity": [{"question": QUESTION, "reason": REASON, "types": ["AmbSub"]}],
+    "PseudoInterpretations": [{"question": QUESTION, "reason": REASON, "interpretations": [MEN, WOMEN]}],
+    "ExtractInterpretations": [{"passages": PASSAGES, "question": QUESTION, "disambiguations": PAIRS}],
+    "ConsolidateAnswer": [
+        {"passages": PASSAGES, "question": QUESTION, "disambiguations": PAIRS, "long_answer": LONG_ANSWER}
+    ],
+    "ClosedBookAnswer": [{"question": QUESTION, "long_answer": LONG_ANSWER}],
+}
+
+
+def predict(signature: type[dspy.Signature]) -> dspy.Predict:
+    """``dspy.Predict(signature)`` carrying the seed paper's demo for that step (none if it has none)."""
+    predictor = dspy.Predict(signature)
+    predictor.demos = [dspy.Example(**demo) for demo in DEMOS.get(signature.__name__, [])]
+    return predictor
