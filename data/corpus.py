@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from disambig.data.jsonl import read_jsonl, require
+from disambig.data.jsonl import MalformedRowError, read_jsonl, require
 from disambig.errors import ConfigurationError
 
 HERE = Path(__file__).resolve().parent
@@ -32,6 +32,8 @@ def load_corpus(name_or_path: str) -> list[dict[str, str]]:
         if "_id" in row:
             row = {**row, "id": row["_id"]}
         require(row, ("id", "text"), where)
+        if not isinstance(row["text"], str):
+            raise MalformedRowError(f"{where}: 'text' must be a string, got {type(row['text']).__name__}")
         pid = str(row["id"])
         if pid in seen:
             raise ConfigurationError(f"{where}: duplicate passage id {pid!r}")
@@ -41,8 +43,13 @@ def load_corpus(name_or_path: str) -> list[dict[str, str]]:
 
 
 def load_beir_queries(name_or_path: str) -> dict[str, str]:
-    folder = corpus_path(name_or_path)
-    return {str(row["_id"]): row["text"] for _, row in read_jsonl(folder / "queries.jsonl")}
+    """``{query_id: text}`` from a BEIR folder's ``queries.jsonl``."""
+    file = corpus_path(name_or_path) / "queries.jsonl"
+    queries = {}
+    for number, row in read_jsonl(file):
+        require(row, ("_id", "text"), f"{file}:{number}")
+        queries[str(row["_id"])] = str(row["text"])
+    return queries
 
 
 def load_beir_qrels(name_or_path: str, split: str = "test") -> dict[str, dict[str, int]]:
@@ -52,7 +59,12 @@ def load_beir_qrels(name_or_path: str, split: str = "test") -> dict[str, dict[st
         raise ConfigurationError(f"no qrels file {str(file)!r}")
     qrels: dict[str, dict[str, int]] = {}
     with file.open(encoding="utf-8") as handle:
-        for row in csv.DictReader(handle, delimiter="\t"):
-            qrels.setdefault(row["query-id"], {})[row["corpus-id"]] = int(row["score"])
+        for number, row in enumerate(csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE), 1):
+            if not row or (number == 1 and row[:1] == ["query-id"]):
+                continue
+            if len(row) != 3 or not row[2].strip().lstrip("-").isdigit():
+                raise MalformedRowError(f"{file}:{number}: expected query-id, corpus-id and an integer score "
+                                        f"separated by tabs, got {row!r}")
+            qrels.setdefault(row[0], {})[row[1]] = int(row[2])
     return qrels
 

@@ -59,6 +59,19 @@ def _from_hub(hub_name: str) -> list[dspy.Example]:
 def to_example(row: dict[str, Any], where: str, dataset: str) -> dspy.Example:
     """One row of ASQA (``qa_pairs``) or AmbigNQ (``annotations``) format as the common example."""
     require(row, ("id", "question"), where)
+    try:
+        interpretations, long_answers, evidence = _fields(row, where)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise MalformedRowError(f"{where}: unexpected structure ({type(exc).__name__}: {exc})") from None
+    if not interpretations:
+        raise MalformedRowError(f"{where}: no interpretations with answers")
+    return dspy.Example(
+        id=str(row["id"]), question=row["question"], interpretations=interpretations,
+        long_answers=long_answers, evidence=evidence, dataset=dataset,
+    ).with_inputs("question")
+
+
+def _fields(row: dict[str, Any], where: str) -> tuple[list[dict], list[str], list[dict]]:
     if "qa_pairs" in row:
         interpretations = [{"question": p["question"], "answers": list(p["short_answers"])} for p in row["qa_pairs"]]
         long_answers = [a["long_answer"].strip() for a in row.get("annotations", []) if a.get("long_answer")]
@@ -68,12 +81,7 @@ def to_example(row: dict[str, Any], where: str, dataset: str) -> dspy.Example:
         interpretations, long_answers, evidence = ambignq_interpretations(row, where), [], []
     else:
         raise MalformedRowError(f"{where}: neither 'qa_pairs' (ASQA) nor 'annotations' (AmbigNQ)")
-    if not interpretations:
-        raise MalformedRowError(f"{where}: no interpretations with answers")
-    return dspy.Example(
-        id=str(row["id"]), question=row["question"], interpretations=interpretations,
-        long_answers=long_answers, evidence=evidence, dataset=dataset,
-    ).with_inputs("question")
+    return interpretations, long_answers, evidence
 
 
 def ambignq_interpretations(row: dict[str, Any], where: str) -> list[dict[str, Any]]:

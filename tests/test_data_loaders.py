@@ -1,0 +1,93 @@
+"""Bundled data: row counts, the hash split rule, and malformed rows reported with file and line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from disambig.data import load_corpus, load_dataset
+from disambig.data.corpus import load_beir_qrels, load_beir_queries
+from disambig.data.jsonl import MalformedRowError
+from disambig.data.splits import bucket, split_of
+from disambig.errors import ConfigurationError
+
+
+def test_bundled_sets_have_the_documented_sizes():
+    assert len(load_dataset("asqa")) == 780
+    assert len(load_dataset("ambignq")) == 1597
+    assert len(load_corpus("wiki-slice")) == 8840
+    assert len(load_corpus("dbpedia-entity-5k")) == 5000
+    assert len(load_beir_queries("dbpedia-entity-5k")) == 50
+    assert sum(len(docs) for docs in load_beir_qrels("dbpedia-entity-5k").values()) == 3709
+
+
+def test_split_is_sha1_of_the_normalised_question_mod_100():
+    # sha1("who is the original artist of sound of silence?") mod 100 = 59: the last train bucket (0-59).
+    assert bucket("Who is the original artist of sound of silence?") == 59
+    assert split_of("Who is the original artist of sound of silence?") == "train"
+    assert bucket("  WHO is the original   artist of sound of silence?\n") == 59  # case and spaces do not count
+
+
+def test_a_question_in_both_sets_lands_in_the_same_split():
+    ambignq = {ex.question: ex for ex in load_dataset("ambignq")}
+    shared = [ex.question for ex in load_dataset("asqa") if ex.question in ambignq]
+    assert shared
+    for split in ("train", "dev", "test"):
+        asqa_ids = {ex.question for ex in load_dataset("asqa", split=split)}
+        ambignq_ids = {ex.question for ex in load_dataset("ambignq", split=split)}
+        assert all((q in asqa_ids) == (q in ambignq_ids) for q in shared)
+
+
+def test_unknown_split_is_refused():
+    with pytest.raises(ValueError, match="unknown split 'validation'; choose one of train, dev, test, all"):
+        load_dataset("asqa", split="validation")
+
+
+ASQA_ROW = {"id": "1", "question": "Who?", "qa_pairs": [{"question": "Who, a?", "short_answers": ["A"]}]}
+
+
+@pytest.mark.parametrize(
+    ("lines", "match"),
+    [
+        ([json.dumps(ASQA_ROW), "{not json"], r"bad.jsonl:2: not valid JSON"),
+        ([json.dumps(ASQA_ROW), "", "[1, 2]"], r"bad.jsonl:3: expected a JSON object, got list"),
+        ([json.dumps({"id": "2", "qa_pairs": []})], r"bad.jsonl:1: missing field\(s\) question"),
+        ([json.dumps({**ASQA_ROW, "qa_pairs": [{"question": "q"}]})], r"bad.jsonl:1: unexpected structure"),
+        ([json.dumps({"id": "3", "question": "q"})], r"bad.jsonl:1: neither 'qa_pairs' \(ASQA\) nor 'annotations'"),
+        ([json.dumps({"id": "4", "question": "q", "annotations": [{"type": "odd"}]})],
+         r"bad.jsonl:1: unknown annotation type 'odd'"),
+    ],
+)
+def test_malformed_question_rows_name_file_and_line(tmp_path, lines, match):
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(MalformedRowError, match=match):
+        load_dataset(str(path))
+
+
+@pytest.mark.parametrize(
+    ("rows", "match"),
+    [
+        ([{"id": "a", "text": "x"}, {"title": "t", "text": "y"}], r"c.jsonl:2: missing field\(s\) id"),
+        ([{"id": "a", "text": "x"}, {"id": "a", "text": "y"}], r"c.jsonl:2: duplicate passage id 'a'"),
+        ([{"id": "a", "text": None}], r"c.jsonl:1: 'text' must be a string, got NoneType"),
+    ],
+)
+def test_malformed_corpus_rows_name_file_and_line(tmp_path, rows, match):
+    path = tmp_path / "c.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with pytest.raises(ConfigurationError, match=match):
+        load_corpus(str(path))
+
+
+def test_malformed_beir_files_name_file_and_line(tmp_path):
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "corpus.jsonl").write_text(json.dumps({"_id": "d1", "text": "x"}) + "\n")
+    (tmp_path / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "x"}) + "\n" + json.dumps({"_id": "q2"}))
+    (tmp_path / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td2\thigh\n")
+    with pytest.raises(MalformedRowError, match=r"queries.jsonl:2: missing field\(s\) text"):
+        load_beir_queries(str(tmp_path))
+    with pytest.raises(MalformedRowError, match=r"test.tsv:3: expected query-id, corpus-id and an integer score"):
+        load_beir_qrels(str(tmp_path))
+    assert load_corpus(str(tmp_path)) == [{"id": "d1", "title": "", "text": "x"}]
