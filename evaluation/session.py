@@ -35,7 +35,8 @@ class EvalConfig:
     artifact: str = ""
 
     def default_out(self, root: Path = Path("runs")) -> Path:
-        return root / f"{self.program}-{Path(self.dataset).stem}-{self.split}-{self.limit or 'all'}"
+        name = f"{self.program}-{Path(self.dataset).stem}-{self.split}-{self.limit or 'all'}"
+        return root / (f"{name}-{Path(self.artifact).stem}" if self.artifact else name)
 
 
 @dataclass

@@ -35,8 +35,10 @@ def prepare_run(
     metric_names: list[str],
     retriever_kind: str | None,
     corpus: str,
+    artifact: str = "",
 ) -> PreparedRun:
-    """Load the split, build the program and its retriever, resolve metrics, and configure the LM."""
+    """Load the split, build the program and its retriever (or load a compiled ``artifact`` of ``program``),
+    resolve metrics, and configure the LM."""
     from disambig.data import load_dataset
     from disambig.programs import PROGRAMS, build_program
     from disambig.runtime import build_lm, configure_dspy
@@ -53,12 +55,23 @@ def prepare_run(
         from disambig.retrieval import build_retriever
 
         retriever = build_retriever(kind, corpus=corpus, settings=settings)
-    module = build_program(program, retriever=retriever)
+    module = load_compiled(artifact, program, retriever, settings) if artifact else build_program(program, retriever)
     names = metric_names or default_metrics(dataset, with_retrieval=bool(kind))
     lm = build_lm(settings)
     metrics = resolve_metrics(names, settings, program_lm=lm)
     configure_dspy(lm)
     return PreparedRun(module, examples, metrics, f"{kind}:{corpus}" if kind else "", judge_spec(names, settings))
+
+
+def load_compiled(artifact: str, program: str, retriever: Any, settings: Settings) -> Any:
+    """The compiled program in ``artifact``; it must be a compile of ``program``."""
+    from disambig.loading import load, resolve_state_path
+    from disambig.optimizers.artifact import read_manifest
+
+    compiled_for = read_manifest(resolve_state_path(artifact)).get("program")
+    if compiled_for != program:
+        raise ConfigurationError(f"artifact {artifact!r} is a compiled {compiled_for!r}, not {program!r}")
+    return load(artifact, retriever=retriever, settings=settings)
 
 
 def default_metrics(dataset: str, with_retrieval: bool) -> list[str]:

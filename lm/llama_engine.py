@@ -13,6 +13,7 @@ from typing import Any
 
 from disambig.errors import MissingDependencyError
 from disambig.lm.schema import bounded_schema
+from disambig.lm.truncation import close_truncated_json
 
 SUPPORTED_PARAMS = frozenset({"temperature", "max_tokens", "stop", "seed", "top_p", "response_format"})
 
@@ -121,10 +122,13 @@ def to_response(raw: dict[str, Any], *, model: str) -> Any:
     choice = raw["choices"][0]
     usage = raw.get("usage") or {}
     finish = "length" if choice.get("finish_reason") == "length" else "stop"
+    text = choice["message"].get("content") or ""
+    if finish == "length" and text.lstrip().startswith("{"):
+        text = close_truncated_json(text)
     return Response(
         id=raw.get("id") or None,
         model=model,
-        message=Message.assistant([TextPart(choice["message"].get("content") or "")]),
+        message=Message.assistant([TextPart(text)]),
         finish_reason=finish,
         usage=Usage(input_tokens=usage.get("prompt_tokens", 0), output_tokens=usage.get("completion_tokens", 0)),
     )

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import dspy
 
 LOCAL = "local"
-LOCAL_MAX_TOKENS = 512
+LOCAL_MAX_TOKENS = 256
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def make_lm(
     Args:
         spec: see the module docstring.
         temperature: sampling temperature (0 = greedy).
-        max_tokens: generation cap per call; the embedded model defaults to 512.
+        max_tokens: generation cap per call; the embedded model defaults to 256.
         api_base, api_key: for LiteLLM models only.
         threads: CPU threads of the in-process model.
         ctx: context window of the in-process model.

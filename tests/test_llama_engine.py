@@ -10,7 +10,7 @@ import dspy
 import pytest
 
 from disambig.errors import MissingDependencyError
-from disambig.lm.llama_engine import LlamaEngine, completion_kwargs
+from disambig.lm.llama_engine import LlamaEngine, completion_kwargs, to_response
 from disambig.lm.paths import default_gguf
 
 
@@ -106,3 +106,30 @@ def test_open_arrays_get_a_max_items_bound():
     assert "maxItems" not in schema["properties"]["types"]  # the input is not mutated
     config = Config(response_format={"type": "json_schema", "schema": schema})
     assert completion_kwargs(config)["response_format"]["schema"]["properties"]["types"]["maxItems"] == 6
+
+
+@pytest.mark.parametrize(("cut", "closed"), [
+    ('{"long_answer": "Ronaldo has 1', '{"long_answer": "Ronaldo has 1"}'),
+    ('{"items": ["a", "b', '{"items": ["a", "b"]}'),
+    ('{"pairs": [{"q": "x", "a": "y"}, {"q": "z', '{"pairs": [{"q": "x", "a": "y"}, {"q": "z"}]}'),
+    ('{"text": "a\\', '{"text": "a"}'),  # cut right after a backslash
+])
+def test_truncated_json_is_closed(cut, closed):
+    from disambig.lm.truncation import close_truncated_json
+
+    assert close_truncated_json(cut) == closed
+    json.loads(close_truncated_json(cut))
+
+
+def test_json_that_cannot_be_closed_is_left_alone():
+    from disambig.lm.truncation import close_truncated_json
+
+    assert close_truncated_json('{"a": ') == '{"a": '
+
+
+def test_a_reply_cut_by_the_token_limit_is_closed_in_the_response():
+    raw = {"choices": [{"message": {"content": '{"long_answer": "It is'}, "finish_reason": "length"}],
+           "usage": {"prompt_tokens": 5, "completion_tokens": 3}}
+    response = to_response(raw, model="local/x")
+    assert response.message.parts[0].text == '{"long_answer": "It is"}'
+    assert response.finish_reason == "length"

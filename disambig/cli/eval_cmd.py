@@ -28,16 +28,17 @@ def evaluate(
     threads: int | None = options.THREADS,
     out: Path | None = typer.Option(None, "--out", help="Run folder (default runs/PROGRAM-DATASET-SPLIT-N)."),
     track: bool = typer.Option(True, "--track/--no-track", help="Record the run in MLflow."),
+    artifact: str = typer.Option("", "--artifact", help="Evaluate a compiled PROGRAM: state JSON path or models:/..."),
 ) -> None:
     """Run PROGRAM on a dataset split: progress, per-question JSONL (resumable), report.json, plot, MLflow run."""
     from disambig.evaluation.session import EvalConfig, run_eval
     from disambig.evaluation.setup import prepare_run
 
     settings = load_settings(lm=lm, judge_lm=judge_lm, threads=threads)
-    run = prepare_run(settings, program, dataset, split, limit, list(metric), retriever, corpus)
+    run = prepare_run(settings, program, dataset, split, limit, list(metric), retriever, corpus, artifact)
     config = EvalConfig(program=program, dataset=dataset, split=split, limit=limit, lm=settings.lm,
                         judge_lm=settings.judge_lm or settings.lm, retriever=run.retriever_name,
-                        metrics=tuple(run.metrics))
+                        metrics=tuple(run.metrics), artifact=artifact)
     out_dir = out or config.default_out()
     console = wide_console()
     with _progress(console) as progress:
