@@ -26,13 +26,18 @@ def make_faiss_index(vectors: Any) -> Any:
     import faiss
 
     n, dim = vectors.shape
-    if n <= EXACT_LIMIT:
-        index = faiss.IndexFlatIP(dim)
-    else:
-        index = faiss.IndexHNSWFlat(dim, HNSW_NEIGHBOURS, faiss.METRIC_INNER_PRODUCT)
-        index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
-        index.hnsw.efSearch = HNSW_EF_SEARCH
+    index = faiss.IndexFlatIP(dim) if n <= EXACT_LIMIT else hnsw_index(dim)
     index.add(vectors)
+    return index
+
+
+def hnsw_index(dim: int) -> Any:
+    """An empty HNSW graph over inner product (M = 32, efConstruction = 40, efSearch = 128)."""
+    import faiss
+
+    index = faiss.IndexHNSWFlat(dim, HNSW_NEIGHBOURS, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+    index.hnsw.efSearch = HNSW_EF_SEARCH
     return index
 
 

@@ -81,5 +81,7 @@ def _load_sentence_transformer(path: Path, device: str) -> Any:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as transformers_logging
 
+    transformers_logging.disable_progress_bar()  # a "Loading weights" bar on every load, even from disk
     return SentenceTransformer(str(path), device=device, local_files_only=True)

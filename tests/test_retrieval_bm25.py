@@ -9,8 +9,8 @@ import json
 import math
 import shutil
 
-import numpy as np
 import pytest
+from retrieval_fakes import VocabEmbedder, write_corpus
 
 from disambig.errors import ConfigurationError
 from disambig.retrieval import bm25 as bm25_module
@@ -19,19 +19,10 @@ from disambig.retrieval.bm25 import split_raw
 from disambig.retrieval.store import IndexCorruptError
 from disambig.settings import Settings
 
-PASSAGES = [
-    {"id": "p1", "title": "Aardvark", "text": "The aardvark eats ants at night."},
-    {"id": "p2", "title": "Zebra", "text": "A zebra has black and white stripes."},
-    {"id": "p3", "title": "Lion", "text": "The lion hunts the zebra on the savanna."},
-    {"id": "p4", "title": "Penguin", "text": "Penguins live on the ice and swim."},
-]
-
 
 @pytest.fixture
 def corpus(tmp_path):
-    path = tmp_path / "tiny.jsonl"
-    path.write_text("".join(json.dumps(p) + "\n" for p in PASSAGES), encoding="utf-8")
-    return str(path)
+    return write_corpus(tmp_path / "tiny.jsonl")
 
 
 @pytest.fixture
@@ -151,17 +142,6 @@ def test_prebuilt_indexes_are_bm25_only(settings):
 )
 def test_stored_prebuilt_documents_split_into_title_and_text(raw, expected):
     assert split_raw(raw) == expected
-
-
-class VocabEmbedder:
-    """Counts of a few words, L2-normalised."""
-
-    name = "vocab"
-    vocab = ("zebra", "stripes", "lion", "ants", "penguin", "ice")
-
-    def encode(self, texts):
-        out = np.array([[t.lower().count(w) for w in self.vocab] for t in texts], dtype=np.float32)
-        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
 
 
 def test_hybrid_on_real_indexes_fuses_by_passage_id(corpus, settings):

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from retrieval_fakes import PASSAGES, VocabEmbedder, write_corpus
 
 from disambig.errors import ConfigurationError
 from disambig.retrieval import build_retriever
@@ -14,39 +15,10 @@ from disambig.retrieval import dense as dense_module
 from disambig.retrieval.store import IndexCorruptError, IndexMissingError
 from disambig.settings import Settings
 
-PASSAGES = [
-    {"id": "p1", "title": "Aardvark", "text": "The aardvark eats ants at night."},
-    {"id": "p2", "title": "Zebra", "text": "A zebra has black and white stripes."},
-    {"id": "p3", "title": "Lion", "text": "The lion hunts the zebra on the savanna."},
-    {"id": "p4", "title": "Penguin", "text": "Penguins live on the ice and swim."},
-]
-
-
-class VocabEmbedder:
-    """One axis per vocabulary word holding its count, L2-normalised; other words are ignored."""
-
-    vocab = ("zebra", "stripes", "lion", "ants", "penguin", "ice")
-
-    def __init__(self, name: str = "vocab-bow") -> None:
-        self.name = name
-        self.calls = 0
-
-    def encode(self, texts: list[str]) -> np.ndarray:
-        self.calls += 1
-        out = np.zeros((len(texts), len(self.vocab)), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in text.lower().replace(".", " ").replace(":", " ").split():
-                if word in self.vocab:
-                    out[row, self.vocab.index(word)] += 1.0
-            out[row] /= max(np.linalg.norm(out[row]), 1e-9)
-        return out
-
 
 @pytest.fixture
 def corpus(tmp_path):
-    path = tmp_path / "tiny.jsonl"
-    path.write_text("".join(json.dumps(p) + "\n" for p in PASSAGES), encoding="utf-8")
-    return str(path)
+    return write_corpus(tmp_path / "tiny.jsonl")
 
 
 @pytest.fixture

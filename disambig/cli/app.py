@@ -5,17 +5,31 @@ from __future__ import annotations
 import typer
 
 from disambig import __version__
-from disambig.cli import ask_cmd, compile_cmd, eval_cmd, lm_cmd, serve_cmd
+from disambig.cli import (
+    ask_cmd,
+    compile_cmd,
+    eval_cmd,
+    index_cmd,
+    lm_cmd,
+    programs_cmd,
+    retrieval_eval_cmd,
+    search_cmd,
+    serve_cmd,
+)
 
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, help="DSPy programs for ambiguous and find-all questions."
 )
 app.add_typer(lm_cmd.app, name="lm")
 app.command("ask")(ask_cmd.ask)
+app.command("programs")(programs_cmd.list_programs)
 app.command("eval")(eval_cmd.evaluate)
 app.command("compare")(eval_cmd.compare)
 app.command("compile")(compile_cmd.compile_)
 app.command("serve")(serve_cmd.serve)
+app.add_typer(index_cmd.app, name="index")
+app.command("search")(search_cmd.search)
+app.command("eval-retrieval")(retrieval_eval_cmd.eval_retrieval)
 
 
 def _version(value: bool) -> None:

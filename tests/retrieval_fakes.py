@@ -1,0 +1,40 @@
+"""A four-passage corpus and a bag-of-words encoder for the retrieval tests (no model download, no GPU)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+PASSAGES = [
+    {"id": "p1", "title": "Aardvark", "text": "The aardvark eats ants at night."},
+    {"id": "p2", "title": "Zebra", "text": "A zebra has black and white stripes."},
+    {"id": "p3", "title": "Lion", "text": "The lion hunts the zebra on the savanna."},
+    {"id": "p4", "title": "Penguin", "text": "Penguins live on the ice and swim."},
+]
+
+
+def write_corpus(path: Path, passages: list[dict[str, str]] = PASSAGES) -> str:
+    path.write_text("".join(json.dumps(p) + "\n" for p in passages), encoding="utf-8")
+    return str(path)
+
+
+class VocabEmbedder:
+    """One axis per vocabulary word holding its count, L2-normalised; other words are ignored."""
+
+    vocab = ("zebra", "stripes", "lion", "ants", "penguin", "ice")
+
+    def __init__(self, name: str = "vocab-bow") -> None:
+        self.name = name
+        self.calls = 0
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        self.calls += 1
+        out = np.zeros((len(texts), len(self.vocab)), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.lower().replace(".", " ").replace(":", " ").split():
+                if word in self.vocab:
+                    out[row, self.vocab.index(word)] += 1.0
+            out[row] /= max(np.linalg.norm(out[row]), 1e-9)
+        return out
