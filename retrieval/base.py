@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Protocol
 
@@ -12,7 +13,11 @@ Progress = Callable[[int, int], None]
 
 
 class Retriever(Protocol):
-    """Ranked passages for a query; ``size`` is the number of passages searched."""
+    """Ranked passages for a query; ``size`` is the number of passages searched.
+
+    ``search`` returns at most ``k`` passages, best first, ranks from 1 (BM25 returns fewer when fewer passages
+    share a term with the query; dense always returns ``k``). ``1 <= k <= size``, else ``ValueError``.
+    """
 
     name: str
 
@@ -45,3 +50,14 @@ def check_k(k: int, size: int) -> int:
     if k > size:
         raise ValueError(f"k={k} exceeds corpus size {size}; lower k or index more passages")
     return k
+
+
+def passive_openmp() -> None:
+    """Let idle OpenMP threads sleep instead of spin (``OMP_WAIT_POLICY=PASSIVE``) unless the user chose.
+
+    torch and FAISS each bring an OpenMP runtime whose workers busy-wait by default; with 2 cores shared
+    with anything else, one short query then took ~480 ms to encode instead of ~15-30 ms. The variable is
+    read when the runtime loads, so this runs before the first torch, FAISS or pyserini import (pyserini's
+    import loads both).
+    """
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from disambig.errors import ConfigurationError
-from disambig.retrieval.base import Progress, check_k, check_queries, check_query
+from disambig.retrieval.base import Progress, check_k, check_queries, check_query, passive_openmp
 from disambig.retrieval.passage import Passage
 from disambig.retrieval.store import IndexCorruptError, package_version, rebuild_hint
 
@@ -21,9 +21,16 @@ HNSW_EF_SEARCH = 128
 ENCODE_CHUNK = 1024
 
 
+def import_faiss() -> Any:
+    passive_openmp()
+    import faiss
+
+    return faiss
+
+
 def make_faiss_index(vectors: Any) -> Any:
     """Exact ``IndexFlatIP`` up to 100k vectors, HNSW (inner product, M = 32) above."""
-    import faiss
+    faiss = import_faiss()
 
     n, dim = vectors.shape
     index = faiss.IndexFlatIP(dim) if n <= EXACT_LIMIT else hnsw_index(dim)
@@ -33,7 +40,7 @@ def make_faiss_index(vectors: Any) -> Any:
 
 def hnsw_index(dim: int) -> Any:
     """An empty HNSW graph over inner product (M = 32, efConstruction = 40, efSearch = 128)."""
-    import faiss
+    faiss = import_faiss()
 
     index = faiss.IndexHNSWFlat(dim, HNSW_NEIGHBOURS, faiss.METRIC_INNER_PRODUCT)
     index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
@@ -62,7 +69,7 @@ def encode_passages(passages: list[dict[str, str]], embedder: Any, progress: Pro
 def write_faiss(folder: Path, passages: list[dict[str, str]], embedder: Any,
                 progress: Progress | None = None) -> dict[str, Any]:
     """Persist the vectors (``vectors.npy``), the FAISS index and the row -> passage id map (``ids.json``)."""
-    import faiss
+    faiss = import_faiss()
     import numpy as np
 
     vectors = encode_passages(passages, embedder, progress)
@@ -127,7 +134,7 @@ class DenseRetriever:
 
     def _faiss(self) -> Any:
         if self._index is None:
-            import faiss
+            faiss = import_faiss()
 
             path = self.folder / FAISS_FILE
             try:

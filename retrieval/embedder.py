@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from disambig.errors import ConfigurationError
+from disambig.retrieval.base import passive_openmp
 
 if TYPE_CHECKING:
     import numpy as np
@@ -80,6 +81,7 @@ def resolve_model_dir(model: str) -> Path:
 def _load_sentence_transformer(path: Path, device: str) -> Any:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    passive_openmp()
     from sentence_transformers import SentenceTransformer
     from transformers.utils import logging as transformers_logging
 

