@@ -35,11 +35,11 @@ def run_compile(
     train split (the held-out split stays unseen until the before/after scores).
     """
     from disambig.data import load_dataset
-    from disambig.metrics import get_metric
+    from disambig.metrics import get_metric, is_judge_metric
     from disambig.programs import PROGRAMS, build_program
     from disambig.runtime import build_lm, configure_dspy
 
-    metric = get_metric(metric_name)
+    metric = None if is_judge_metric(metric_name) else get_metric(metric_name)  # unknown names fail before any work
     info = PROGRAMS.get(program_name)
     kind = retriever_kind or ("hybrid" if info is not None and info.needs_retriever else "")
     retriever = None
@@ -51,6 +51,8 @@ def run_compile(
     valset = [with_targets(ex) for ex in load_dataset(dataset, split="dev", limit=n_val)]
     lm = build_lm(settings)
     configure_dspy(lm)
+    if metric is None:  # a judge metric asks the judge LM (the program LM unless --judge-lm / DISAMBIG_JUDGE_LM)
+        metric = get_metric(metric_name, judge_lm=build_lm(settings, settings.judge_lm) if settings.judge_lm else lm)
     knobs: dict[str, Any] = {}
     if knob_trials:
         knobs = search_knobs(program_name, retriever, trainset, metric, budget, knob_trials)

@@ -37,7 +37,7 @@ def evaluate(
     settings = load_settings(lm=lm, judge_lm=judge_lm, threads=threads)
     run = prepare_run(settings, program, dataset, split, limit, list(metric), retriever, corpus, artifact)
     config = EvalConfig(program=program, dataset=dataset, split=split, limit=limit, lm=settings.lm,
-                        judge_lm=settings.judge_lm or settings.lm, retriever=run.retriever_name,
+                        judge_lm=run.judge_lm, retriever=run.retriever_name,
                         metrics=tuple(run.metrics), artifact=artifact)
     out_dir = out or config.default_out()
     console = wide_console()
