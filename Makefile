@@ -7,6 +7,8 @@ STAMP := $(VENV)/.disambig-installed
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
+# Idle OpenMP workers sleep instead of spinning: spinning threads starve llama.cpp and torch on 2 cores.
+export OMP_WAIT_POLICY ?= PASSIVE
 
 .PHONY: demo test install lint bench
 
