@@ -111,7 +111,8 @@ def test_open_arrays_get_a_max_items_bound():
 @pytest.mark.parametrize(("cut", "closed"), [
     ('{"long_answer": "Ronaldo has 1', '{"long_answer": "Ronaldo has 1"}'),
     ('{"items": ["a", "b', '{"items": ["a", "b"]}'),
-    ('{"pairs": [{"q": "x", "a": "y"}, {"q": "z', '{"pairs": [{"q": "x", "a": "y"}, {"q": "z"}]}'),
+    ('{"pairs": [{"q": "x", "a": "y"}, {"q": "z', '{"pairs": [{"q": "x", "a": "y"}]}'),  # half item dropped
+    ('{"pairs": [{"q": "x', '{"pairs": []}'),
     ('{"text": "a\\', '{"text": "a"}'),  # cut right after a backslash
 ])
 def test_truncated_json_is_closed(cut, closed):
