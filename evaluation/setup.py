@@ -41,6 +41,7 @@ def prepare_run(
     resolve metrics, and configure the LM."""
     from disambig.data import load_dataset
     from disambig.programs import PROGRAMS, build_program
+    from disambig.programs import retriever_kind as default_kind
     from disambig.runtime import build_lm, configure_dspy
 
     info = PROGRAMS.get(program)
@@ -49,7 +50,7 @@ def prepare_run(
     examples = load_dataset(dataset, split=split, limit=limit)
     if not examples:
         raise ValueError(f"dataset {dataset!r} split {split!r} has no questions; try --split all")
-    kind = retriever_kind or ("hybrid" if info.needs_retriever else "")
+    kind = default_kind(program, retriever_kind)
     retriever = None
     if kind:
         from disambig.retrieval import build_retriever

@@ -36,12 +36,12 @@ def run_compile(
     """
     from disambig.data import load_dataset
     from disambig.metrics import get_metric, is_judge_metric
-    from disambig.programs import PROGRAMS, build_program
+    from disambig.programs import build_program
+    from disambig.programs import retriever_kind as default_kind
     from disambig.runtime import build_lm, configure_dspy
 
     metric = None if is_judge_metric(metric_name) else get_metric(metric_name)  # unknown names fail before any work
-    info = PROGRAMS.get(program_name)
-    kind = retriever_kind or ("hybrid" if info is not None and info.needs_retriever else "")
+    kind = default_kind(program_name, retriever_kind)
     retriever = None
     if kind:
         from disambig.retrieval import build_retriever

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from disambig.programs.registry import PROGRAMS, ProgramInfo, build_program
+from disambig.programs.registry import PROGRAMS, ProgramInfo, build_program, retriever_kind
 
-__all__ = ["PROGRAMS", "ProgramInfo", "build_program"]
+__all__ = ["PROGRAMS", "ProgramInfo", "build_program", "retriever_kind"]

@@ -83,10 +83,11 @@ class DIVA(dspy.Module):
 
 
 def embedder_of(retriever: Any) -> Any:
-    """The dense encoder a retriever already holds (dense or hybrid), else a new all-MiniLM-L6-v2."""
-    for holder in (retriever, getattr(retriever, "dense", None)):
-        if holder is not None and getattr(holder, "embedder", None) is not None:
-            return holder.embedder
+    """The dense encoder a retriever already holds (dense and hybrid expose ``embedder``), else a new
+    all-MiniLM-L6-v2."""
+    embedder = getattr(retriever, "embedder", None)
+    if embedder is not None:
+        return embedder
     from disambig.retrieval.embedder import Embedder
 
     return Embedder()

@@ -41,6 +41,12 @@ PROGRAMS: dict[str, ProgramInfo] = {
 }
 
 
+def retriever_kind(name: str, requested: str | None = None) -> str:
+    """The retriever a run of program ``name`` uses: ``requested``, else hybrid if it needs one, else ""."""
+    info = PROGRAMS.get(name)
+    return requested or ("hybrid" if info is not None and info.needs_retriever else "")
+
+
 def build_program(name: str, retriever: Any = None, **kwargs: Any) -> Any:
     """Instantiate the program registered as ``name``."""
     info = PROGRAMS.get(name)

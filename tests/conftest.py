@@ -25,3 +25,19 @@ def local_lm():
     lm = make_lm("local", max_tokens=64)
     yield lm
     lm.engine.close()
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    """The tiny four-passage corpus of ``retrieval_fakes`` written as JSONL; returns its path."""
+    from retrieval_fakes import write_corpus
+
+    return write_corpus(tmp_path / "tiny.jsonl")
+
+
+@pytest.fixture
+def settings(tmp_path):
+    """Settings whose index cache lives in the test's own folder."""
+    from disambig.settings import Settings
+
+    return Settings(cache_dir=str(tmp_path / "cache"))

@@ -10,24 +10,13 @@ import math
 import shutil
 
 import pytest
-from retrieval_fakes import VocabEmbedder, write_corpus
+from retrieval_fakes import VocabEmbedder
 
 from disambig.errors import ConfigurationError
 from disambig.retrieval import bm25 as bm25_module
 from disambig.retrieval import build_retriever
 from disambig.retrieval.bm25 import split_raw
 from disambig.retrieval.store import IndexCorruptError
-from disambig.settings import Settings
-
-
-@pytest.fixture
-def corpus(tmp_path):
-    return write_corpus(tmp_path / "tiny.jsonl")
-
-
-@pytest.fixture
-def settings(tmp_path):
-    return Settings(cache_dir=str(tmp_path / "cache"))
 
 
 def test_bm25_scores_match_lucene_formula_by_hand(corpus, settings):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from retrieval_fakes import PASSAGES, VocabEmbedder, write_corpus
+from retrieval_fakes import PASSAGES, VocabEmbedder
 from typer.testing import CliRunner
 
 from disambig.cli import app
@@ -18,11 +18,6 @@ def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("DISAMBIG_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr("disambig.cli.index_cmd.make_embedder", lambda model: VocabEmbedder())
     return tmp_path / "cache"
-
-
-@pytest.fixture
-def corpus(tmp_path):
-    return write_corpus(tmp_path / "tiny.jsonl")
 
 
 def invoke(*args: str):

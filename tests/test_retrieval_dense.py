@@ -7,23 +7,12 @@ import math
 
 import numpy as np
 import pytest
-from retrieval_fakes import PASSAGES, VocabEmbedder, write_corpus
+from retrieval_fakes import PASSAGES, VocabEmbedder
 
 from disambig.errors import ConfigurationError
 from disambig.retrieval import build_retriever
 from disambig.retrieval import dense as dense_module
 from disambig.retrieval.store import IndexCorruptError, IndexMissingError
-from disambig.settings import Settings
-
-
-@pytest.fixture
-def corpus(tmp_path):
-    return write_corpus(tmp_path / "tiny.jsonl")
-
-
-@pytest.fixture
-def settings(tmp_path):
-    return Settings(cache_dir=str(tmp_path / "cache"))
 
 
 def test_cosine_scores_match_the_hand_computation(corpus, settings):

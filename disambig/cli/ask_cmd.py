@@ -34,7 +34,7 @@ def ask(
 
 
 def _program(settings: object, name: str, retriever: str | None, corpus: str, artifact: str | None) -> object:
-    from disambig.programs import PROGRAMS, build_program
+    from disambig.programs import build_program, retriever_kind
     from disambig.retrieval import build_retriever
 
     if artifact:
@@ -42,8 +42,7 @@ def _program(settings: object, name: str, retriever: str | None, corpus: str, ar
 
         searcher = build_retriever(retriever, corpus=corpus, settings=settings) if retriever else None
         return load(artifact, retriever=searcher, settings=settings)
-    info = PROGRAMS.get(name)
-    kind = retriever or ("hybrid" if info is not None and info.needs_retriever else None)
+    kind = retriever_kind(name, retriever)
     searcher = build_retriever(kind, corpus=corpus, settings=settings) if kind else None
     return build_program(name, retriever=searcher)
 
