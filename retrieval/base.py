@@ -29,6 +29,17 @@ class Retriever(Protocol):
     def batch_search(self, queries: list[str], k: int = 10) -> list[list[Passage]]: ...
 
 
+class SharedIndex:
+    """A read-only index that copies of a program share: ``copy.deepcopy`` returns the same retriever.
+
+    DSPy optimizers deep-copy programs for every candidate; copying an open Lucene searcher or a FAISS index
+    would fail (or duplicate gigabytes), and nothing in a retriever changes while it answers queries.
+    """
+
+    def __deepcopy__(self, memo: dict[int, object]) -> SharedIndex:
+        return self
+
+
 def check_query(query: str) -> str:
     """The query without surrounding blanks; an empty or non-string query is a ``ValueError``."""
     if not isinstance(query, str) or not query.strip():

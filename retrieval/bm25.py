@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from disambig.errors import ConfigurationError
-from disambig.retrieval.base import Progress, check_k, check_queries, check_query
+from disambig.retrieval.base import Progress, SharedIndex, check_k, check_queries, check_query
 from disambig.retrieval.passage import Passage
 from disambig.retrieval.store import IndexCorruptError, package_version, rebuild_hint
 
@@ -35,7 +35,7 @@ def contents(passage: dict[str, str]) -> str:
     return f"{passage['title']}\n{passage['text']}".strip()
 
 
-class BM25Retriever:
+class BM25Retriever(SharedIndex):
     """Lucene BM25 over an index folder made by ``write_lucene`` or a pyserini prebuilt index.
 
     Args:

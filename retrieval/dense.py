@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from disambig.errors import ConfigurationError
-from disambig.retrieval.base import Progress, check_k, check_queries, check_query, passive_openmp
+from disambig.retrieval.base import Progress, SharedIndex, check_k, check_queries, check_query, passive_openmp
 from disambig.retrieval.passage import Passage
 from disambig.retrieval.store import IndexCorruptError, package_version, rebuild_hint
 
@@ -81,7 +81,7 @@ def write_faiss(folder: Path, passages: list[dict[str, str]], embedder: Any,
             "dimension": int(vectors.shape[1])}
 
 
-class DenseRetriever:
+class DenseRetriever(SharedIndex):
     """Nearest passages to the query embedding.
 
     Args:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from disambig.retrieval.base import check_k, check_queries, check_query
+from disambig.retrieval.base import SharedIndex, check_k, check_queries, check_query
 from disambig.retrieval.fusion import RRF_K, rrf
 from disambig.retrieval.passage import Passage
 
 
-class HybridRetriever:
+class HybridRetriever(SharedIndex):
     """RRF of the top ``depth`` passages of a sparse and a dense retriever over the same corpus.
 
     Args:

@@ -149,3 +149,16 @@ def test_empty_corpus_is_refused(tmp_path, settings):
     empty.write_text("\n", encoding="utf-8")
     with pytest.raises(ConfigurationError, match="has no passages; nothing to index"):
         build_retriever("dense", str(empty), settings, embedder=VocabEmbedder())
+
+
+def test_a_deep_copied_program_shares_the_index(corpus, settings, caplog):
+    # Optimizers deep-copy programs per candidate; the retriever must come along as the same object, silently.
+    from disambig.programs import build_program
+
+    retriever = build_retriever("dense", corpus, settings, embedder=VocabEmbedder())
+    program = build_program("vanilla-rag", retriever=retriever)
+    with caplog.at_level("WARNING"):
+        copied = program.deepcopy()
+    assert copied.retriever is retriever
+    assert copied.rac.extract is not program.rac.extract
+    assert "deep copy" not in caplog.text
