@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from disambig.optimizers.compile import CompileJob, CompileResult, compile_program
+from disambig.optimizers.gold import with_gold_fields
 from disambig.optimizers.recipes import Budget
 from disambig.settings import Settings
 
@@ -47,8 +48,8 @@ def run_compile(
         from disambig.retrieval import build_retriever
 
         retriever = build_retriever(kind, corpus=corpus, settings=settings)
-    trainset = [with_targets(ex) for ex in load_dataset(dataset, split="train", limit=n_train)]
-    valset = [with_targets(ex) for ex in load_dataset(dataset, split="dev", limit=n_val)]
+    trainset = [with_gold_fields(ex) for ex in load_dataset(dataset, split="train", limit=n_train)]
+    valset = load_dataset(dataset, split="dev", limit=n_val)
     lm = build_lm(settings)
     configure_dspy(lm)
     if metric is None:  # a judge metric asks the judge LM (the program LM unless --judge-lm / DISAMBIG_JUDGE_LM)
@@ -84,14 +85,6 @@ def search_knobs(program_name: str, retriever: Any, trainset: list, metric: Any,
     best, _ = tune_knobs(lambda values: build_program(program_name, retriever=retriever, **values), space,
                          lambda program: score(program, trainset, metric, budget.threads), trials, budget.seed)
     return best
-
-
-def with_targets(example: Any) -> Any:
-    """Add ``long_answer`` (the first annotator's) so demos can fill answer-writing signatures."""
-    long_answers = getattr(example, "long_answers", None) or []
-    if long_answers and "long_answer" not in example:
-        return example.copy(long_answer=long_answers[0]).with_inputs(*example.inputs().keys())
-    return example
 
 
 def ids_hash(examples: list[Any]) -> str:

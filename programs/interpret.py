@@ -35,7 +35,7 @@ class PseudoInterpreter(dspy.Module):
     def forward(self, question: str) -> Readings:
         typed = self.classify(question=question)
         rewritten = self.rewrite(question=question, reason=typed.reason)
-        questions = distinct(rewritten.interpretations or [], self.max_readings) or (question,)
+        questions = distinct(rewritten.sub_questions or [], self.max_readings) or (question,)
         return Readings(tuple(typed.types or ()), typed.reason, questions)
 
 

@@ -30,7 +30,7 @@ LONG_ANSWER = (
 
 DEMOS: dict[str, list[dict]] = {
     "ClassifyAmbiguity": [{"question": QUESTION, "reason": REASON, "types": ["AmbSub"]}],
-    "PseudoInterpretations": [{"question": QUESTION, "reason": REASON, "interpretations": [MEN, WOMEN]}],
+    "PseudoInterpretations": [{"question": QUESTION, "reason": REASON, "sub_questions": [MEN, WOMEN]}],
     "ExtractInterpretations": [{"passages": PASSAGES, "question": QUESTION, "disambiguations": PAIRS}],
     "ConsolidateAnswer": [
         {"passages": PASSAGES, "question": QUESTION, "disambiguations": PAIRS, "long_answer": LONG_ANSWER}

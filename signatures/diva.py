@@ -31,7 +31,9 @@ class PseudoInterpretations(dspy.Signature):
     # merging the two steps hurts (Appendix B.1).
     question: str = dspy.InputField()
     reason: str = dspy.InputField()
-    interpretations: list[str] = dspy.OutputField(desc="2 to 5 disambiguated questions")
+    # Not named "interpretations": a dataset example's gold interpretations ({question, answers}) would then
+    # fill this field whenever an optimizer shows an example as a labeled demo.
+    sub_questions: list[str] = dspy.OutputField(desc="2 to 5 disambiguated questions")
 
 
 class VerifyRetrieval(dspy.Signature):

@@ -17,7 +17,7 @@ READINGS = ["Who has the most goals in men's football?", "Who has the most goals
 def base_rules(extract) -> dict:
     return {
         "Decide why a question may be ambiguous": lambda _: {"reason": "men or women", "types": ["AmbSub"]},
-        "Rewrite the ambiguous question": lambda _: {"interpretations": READINGS},
+        "Rewrite the ambiguous question": lambda _: {"sub_questions": READINGS},
         "Using only the numbered passages": extract,
         "Write a long-form answer of at least three sentences": lambda _: {"long_answer": "Several answers."},
     }

@@ -22,7 +22,7 @@ def rules(verdicts: dict[str, str], extract=None) -> dict:
     return {
         "Decide why a question may be ambiguous": lambda _: {"reason": "'Who' may be men or women",
                                                               "types": ["AmbSub"]},
-        "Rewrite the ambiguous question": lambda _: {"interpretations": [MEN, WOMEN, MEN]},
+        "Rewrite the ambiguous question": lambda _: {"sub_questions": [MEN, WOMEN, MEN]},
         "Do the passages contain": lambda user: {"verdict": verdicts[user.rsplit("question: ", 1)[1].strip()]},
         "Using only the numbered passages": extract or (lambda _: {"disambiguations": [
             {"question": MEN, "answer": "Cristiano Ronaldo", "passage": 1},
