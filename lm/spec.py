@@ -34,6 +34,11 @@ class LMSpec:
     def is_local(self) -> bool:
         return self.gguf is not None
 
+    @property
+    def model_name(self) -> str:
+        """What a manifest records: the GGUF file name, or the LiteLLM model string."""
+        return self.gguf.name if self.gguf is not None else str(self.model)
+
 
 def parse_spec(spec: str) -> LMSpec:
     """Validate a spec string; a local GGUF path must exist.

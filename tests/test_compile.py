@@ -55,6 +55,7 @@ def test_compile_scores_before_and_after_and_saves_json_state(compiled):
     assert manifest["fingerprint"] == fingerprint(build_program("closed-book"))
     assert manifest["structure"] == [{"predictor": "answer", "inputs": ["question"], "outputs": ["long_answer"]}]
     assert "dspy" in manifest["versions"]
+    assert manifest["lm"] == "local" and manifest["lm_model"].endswith(".gguf")
 
 
 def test_load_round_trip_gives_identical_predictions(compiled):

@@ -10,6 +10,7 @@ from disambig.lm.paths import SMOLLM2_FILE
 def test_local_resolves_to_packaged_gguf():
     spec = parse_spec("local")
     assert spec.is_local and spec.gguf.name == SMOLLM2_FILE and spec.gguf.is_file()
+    assert spec.model_name == SMOLLM2_FILE
 
 
 def test_local_path_spec(tmp_path):
@@ -20,7 +21,7 @@ def test_local_path_spec(tmp_path):
 
 def test_litellm_spec_passes_through():
     spec = parse_spec("openai/gpt-4o-mini")
-    assert not spec.is_local and spec.model == "openai/gpt-4o-mini"
+    assert not spec.is_local and spec.model == spec.model_name == "openai/gpt-4o-mini"
 
 
 @pytest.mark.parametrize(
