@@ -11,6 +11,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from disambig.lm.spec import parse_spec
 from disambig.optimizers.artifact import save_artifact
 from disambig.optimizers.recipes import Budget, compile_kwargs, make_optimizer
 
@@ -80,7 +81,7 @@ def compile_program(
         "scores": {"before": before, "after": after, "heldout_size": len(valset), "train_size": len(trainset)},
         "data": data_hashes,
         "lm": job.lm_spec,
-        "lm_model": lm_model(job.lm_spec),
+        "lm_model": parse_spec(job.lm_spec).model_name,
         "retriever": job.retriever,
         "knobs": job.knobs,
         "versions": package_versions(),
@@ -89,17 +90,6 @@ def compile_program(
     path = out_root / job.program_name / Path(job.dataset).stem / f"{job.artifact_name}.json"
     save_artifact(compiled, path, manifest)
     return CompileResult(path, manifest | {"state_file": path.name}, before, after)
-
-
-def lm_model(spec: str) -> str:
-    """The model file or name ``spec`` resolves to ("" when it no longer resolves)."""
-    from disambig.errors import ConfigurationError
-    from disambig.lm.spec import parse_spec
-
-    try:
-        return parse_spec(spec).model_name
-    except ConfigurationError:
-        return ""
 
 
 def package_versions() -> dict[str, str]:

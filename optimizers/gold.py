@@ -63,7 +63,8 @@ def cited_pairs(interpretations: list[dict[str, Any]], passages: list[Passage]) 
     pairs = []
     for interpretation in interpretations:
         for answer in interpretation.get("answers", []):
-            number = next((n for n, text in enumerate(texts, 1) if normalize(answer) and normalize(answer) in text), 0)
+            key = normalize(answer)
+            number = next((n for n, text in enumerate(texts, 1) if key and key in text), 0)
             if number:
                 pairs.append(Disambiguation(question=interpretation["question"], answer=answer, passage=number))
                 break

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import dspy
 import pytest
 from dspy.utils import DummyLM
+from pickle_scan import pickles_under
 
 from disambig.errors import ConfigurationError
 from disambig.lm.adapter import CompactJSONAdapter
@@ -17,8 +17,6 @@ from disambig.optimizers.compile import CompileJob, compile_program
 from disambig.optimizers.fingerprint import fingerprint
 from disambig.optimizers.recipes import Budget
 from disambig.programs import build_program
-
-PICKLE_MAGIC = (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
 
 
 def toy_examples(n: int, offset: int = 0) -> list[dspy.Example]:
@@ -91,10 +89,6 @@ def test_missing_artifact_is_a_clear_error(tmp_path):
         load(tmp_path / "nope.json")
 
 
-def no_pickles(root: Path) -> list[Path]:
-    return [p for p in root.rglob("*") if p.is_file() and p.read_bytes()[:2] in PICKLE_MAGIC or p.suffix == ".pkl"]
-
-
 def test_mlflow_records_the_compile_and_registers_a_model_without_pickle(compiled, tmp_path):
     import mlflow
 
@@ -108,7 +102,7 @@ def test_mlflow_records_the_compile_and_registers_a_model_without_pickle(compile
     assert {a.path for a in client.list_artifacts(out["run_id"], "state")} == {
         "state/labeled-fewshot.json", "state/manifest.json"}
     assert out["registered"] == "models:/disambig-closed-book-toy/1"
-    assert no_pickles(tmp_path) == []
+    assert pickles_under(tmp_path) == []
 
     mlflow.set_tracking_uri(uri)
     dspy.configure(lm=scripted_lm(), adapter=CompactJSONAdapter())

@@ -7,13 +7,13 @@ import re
 from pathlib import Path
 
 import pytest
+from pickle_scan import pickles_under
 from program_fakes import FakeEmbedder, FakeRetriever
 
 from disambig import load
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts"
-PICKLE_MAGIC = (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
 
 
 def shipped() -> list[Path]:
@@ -47,8 +47,7 @@ def test_manifest_records_the_measured_change(state):
 
 
 def test_no_pickle_anywhere_in_artifacts():
-    files = [p for p in ARTIFACTS.rglob("*") if p.is_file()]
-    assert [p for p in files if p.read_bytes()[:2] in PICKLE_MAGIC or p.suffix in (".pkl", ".pickle")] == []
+    assert pickles_under(ARTIFACTS) == []
 
 
 def test_make_demo_uses_a_shipped_artifact():
