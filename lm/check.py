@@ -57,11 +57,12 @@ class CheckReport:
 
 def run_check(settings: Settings) -> CheckReport:
     """Load the settings' LM and measure it; the in-process model also gets prefill/decode rates."""
-    from disambig.programs.trace import measured
-    from disambig.runtime import build_lm, default_adapter
+    from disambig.lm.adapter import CompactJSONAdapter
+    from disambig.lm.spec import make_lm
+    from disambig.lm.usage import measured
 
     report = CheckReport(spec=settings.lm)
-    lm = build_lm(settings)
+    lm = make_lm(settings.lm, threads=settings.threads, ctx=settings.ctx)
     from disambig.lm.llama_engine import LlamaEngine
 
     engine = lm.engine
@@ -70,7 +71,7 @@ def run_check(settings: Settings) -> CheckReport:
         llama = engine.llama
         report.load_seconds = time.perf_counter() - start
         report.prefill_tokens_per_s, report.decode_tokens_per_s = _speeds(llama)
-    with dspy.context(lm=lm, adapter=default_adapter()), measured() as trace:
+    with dspy.context(lm=lm, adapter=CompactJSONAdapter()), measured() as trace:
         result = dspy.Predict(CheckQuestion)(question=CHECK_QUESTION)
     report.structured = {"person": result.person, "year": result.year}
     report.structured_seconds = trace.seconds

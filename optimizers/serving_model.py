@@ -18,7 +18,7 @@ class CompiledProgram(PythonModel):
 
     def load_context(self, context: Any) -> None:
         from disambig.loading import load
-        from disambig.runtime import build_lm, default_adapter
+        from disambig.lm.runtime import build_lm, default_adapter
         from disambig.settings import load_settings
 
         settings = load_settings()

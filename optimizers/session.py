@@ -39,7 +39,7 @@ def run_compile(
     from disambig.metrics import get_metric, is_judge_metric
     from disambig.programs import build_program
     from disambig.programs import retriever_kind as default_kind
-    from disambig.runtime import build_lm, configure_dspy
+    from disambig.lm.runtime import build_lm, configure_dspy
 
     metric = None if is_judge_metric(metric_name) else get_metric(metric_name)  # unknown names fail before any work
     kind = default_kind(program_name, retriever_kind)

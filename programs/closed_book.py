@@ -6,7 +6,7 @@ import dspy
 
 from disambig.programs.result import make_prediction
 from disambig.programs.seed_demos import predict
-from disambig.programs.trace import measured
+from disambig.lm.usage import measured
 from disambig.signatures import ClosedBookAnswer
 
 

@@ -14,14 +14,14 @@ from typing import Any
 
 import dspy
 
-from disambig.optimizers.knobs import Knob
+from disambig.programs.knobs import Knob
 from disambig.programs.context import format_passages
 from disambig.programs.diversify import grade, prune, union_top_k
 from disambig.programs.interpret import PseudoInterpreter
 from disambig.programs.rac import RAC
 from disambig.programs.result import make_prediction
 from disambig.programs.seed_demos import predict
-from disambig.programs.trace import measured
+from disambig.lm.usage import measured
 from disambig.signatures import ClosedBookAnswer, VerifyRetrieval
 
 

@@ -10,12 +10,12 @@ from typing import Any
 
 import dspy
 
-from disambig.optimizers.knobs import Knob
+from disambig.programs.knobs import Knob
 from disambig.programs.context import unique
 from disambig.programs.interpret import PseudoInterpreter
 from disambig.programs.rac import RAC
 from disambig.programs.result import make_prediction
-from disambig.programs.trace import measured
+from disambig.lm.usage import measured
 
 
 class DtVNoVerify(dspy.Module):

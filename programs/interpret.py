@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import dspy
 
-from disambig.metrics.normalize import normalize
+from disambig.data.text import normalize
 from disambig.programs.seed_demos import predict
 from disambig.signatures import ClassifyAmbiguity, PseudoInterpretations
 

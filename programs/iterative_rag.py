@@ -12,12 +12,12 @@ from typing import Any
 
 import dspy
 
-from disambig.metrics.normalize import normalize
-from disambig.optimizers.knobs import Knob
+from disambig.data.text import normalize
+from disambig.programs.knobs import Knob
 from disambig.programs.context import unique
 from disambig.programs.rac import RAC
 from disambig.programs.result import Interpretation, make_prediction
-from disambig.programs.trace import measured
+from disambig.lm.usage import measured
 
 
 class IterativeRAG(dspy.Module):

@@ -11,7 +11,7 @@ from typing import Any
 
 import dspy
 
-from disambig.metrics.normalize import normalize
+from disambig.data.text import normalize
 from disambig.programs.context import format_passages, passage_at
 from disambig.programs.result import Interpretation
 from disambig.programs.seed_demos import predict

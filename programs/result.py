@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import dspy
+
+from disambig.lm.usage import Trace
 
 
 @dataclass(frozen=True)
@@ -16,18 +18,6 @@ class Interpretation:
     answer: str
     passage_ids: tuple[str, ...] = ()
     score: float | None = None
-
-
-@dataclass
-class Trace:
-    """What a question cost: LM calls and tokens (filled by ``measured``), retrieval calls, and extras."""
-
-    lm_calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    retrieval_calls: int = 0
-    seconds: float = 0.0
-    notes: dict[str, object] = field(default_factory=dict)
 
 
 def make_prediction(

@@ -16,7 +16,7 @@ runner = CliRunner()
 @pytest.fixture
 def scripted_lm(monkeypatch):
     lm = DummyLM([{"long_answer": "42."}], adapter=CompactJSONAdapter())
-    monkeypatch.setattr("disambig.runtime.build_lm", lambda settings, spec=None, **kw: lm)
+    monkeypatch.setattr("disambig.lm.runtime.build_lm", lambda settings, spec=None, **kw: lm)
 
 
 def test_version():

@@ -17,7 +17,7 @@ runner = CliRunner()
 @pytest.fixture
 def scripted_lm(monkeypatch):
     lm = DummyLM([{"long_answer": "It was Paul Simon."}] * 40, adapter=CompactJSONAdapter())
-    monkeypatch.setattr("disambig.runtime.build_lm", lambda settings, spec=None, **kw: lm)
+    monkeypatch.setattr("disambig.lm.runtime.build_lm", lambda settings, spec=None, **kw: lm)
 
 
 def test_eval_then_compare(scripted_lm, tmp_path):

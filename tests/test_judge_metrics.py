@@ -13,7 +13,7 @@ import pytest
 from dspy.utils import DummyLM
 
 from disambig.errors import ConfigurationError
-from disambig.evaluation.setup import judge_spec, resolve_metrics
+from disambig.run_setup import judge_spec, resolve_metrics
 from disambig.lm.adapter import CompactJSONAdapter
 from disambig.metrics import JUDGE_METRICS, Judge, get_metric
 from disambig.metrics.adf_judge import disambiguation_score, references, response_text, similarity_score
@@ -236,7 +236,7 @@ def test_response_text_falls_back_to_interpretations():
 
 def test_resolve_metrics_builds_the_judge_only_when_asked(monkeypatch):
     built: list[str | None] = []
-    monkeypatch.setattr("disambig.runtime.build_lm", lambda settings, spec=None: built.append(spec) or object())
+    monkeypatch.setattr("disambig.lm.runtime.build_lm", lambda settings, spec=None: built.append(spec) or object())
     settings = Settings(lm="local", judge_lm="openai/gpt-4o-mini")
     assert set(resolve_metrics(["d-f1", "rouge-l"], settings)) == {"d-f1", "rouge-l"}
     assert built == [] and judge_spec(["d-f1"], settings) == ""
@@ -246,7 +246,7 @@ def test_resolve_metrics_builds_the_judge_only_when_asked(monkeypatch):
 
 
 def test_resolve_metrics_reuses_the_program_lm_as_default_judge(monkeypatch):
-    monkeypatch.setattr("disambig.runtime.build_lm", lambda *a, **k: pytest.fail("must reuse the program LM"))
+    monkeypatch.setattr("disambig.lm.runtime.build_lm", lambda *a, **k: pytest.fail("must reuse the program LM"))
     settings = Settings(lm="local")
     program_lm = scripted_judge()
     metric = resolve_metrics(["g-precision"], settings, program_lm=program_lm)["g-precision"]

@@ -22,7 +22,7 @@ def ask(
     threads: int | None = options.THREADS,
 ) -> None:
     """Answer QUESTION with a program and print the interpretations, the answer, LM calls, tokens and latency."""
-    from disambig.runtime import build_lm, configure_dspy
+    from disambig.lm.runtime import build_lm, configure_dspy
 
     if not question.strip():
         raise ValueError("question is empty; pass the question text as the first argument")

@@ -32,7 +32,7 @@ def evaluate(
 ) -> None:
     """Run PROGRAM on a dataset split: progress, per-question JSONL (resumable), report.json, plot, MLflow run."""
     from disambig.evaluation.session import EvalConfig, run_eval
-    from disambig.evaluation.setup import prepare_run
+    from disambig.run_setup import prepare_run
 
     settings = load_settings(lm=lm, judge_lm=judge_lm, threads=threads)
     run = prepare_run(settings, program, dataset, split, limit, list(metric), retriever, corpus, artifact)

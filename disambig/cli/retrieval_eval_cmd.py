@@ -29,7 +29,7 @@ def eval_retrieval(
     Missing indexes of the dataset's corpus are built first (cached for later runs).
     """
     from disambig.retrieval import build_retriever
-    from disambig.retrieval.evaluate import evaluate_retriever
+    from disambig.evaluation.retrieval import evaluate_retriever
     from disambig.retrieval.factory import KINDS
 
     unknown = [r for r in retriever if r not in KINDS]

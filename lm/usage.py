@@ -1,14 +1,25 @@
-"""Measure a program run: wall time, LM calls and tokens, from ``dspy.track_usage``."""
+"""What a run costs: wall time, LM calls and tokens, read from ``dspy.track_usage``."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 import dspy
 
-from disambig.programs.result import Trace
+
+@dataclass
+class Trace:
+    """What a question cost: LM calls and tokens (filled by ``measured``), retrieval calls, and extras."""
+
+    lm_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    retrieval_calls: int = 0
+    seconds: float = 0.0
+    notes: dict[str, object] = field(default_factory=dict)
 
 
 @contextmanager

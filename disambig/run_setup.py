@@ -42,7 +42,7 @@ def prepare_run(
     from disambig.data import load_dataset
     from disambig.programs import PROGRAMS, build_program
     from disambig.programs import retriever_kind as default_kind
-    from disambig.runtime import build_lm, configure_dspy
+    from disambig.lm.runtime import build_lm, configure_dspy
 
     info = PROGRAMS.get(program)
     if info is None:
@@ -101,7 +101,7 @@ def resolve_metrics(
     spec = judge_spec(names, settings)
     judge = None
     if spec:
-        from disambig.runtime import build_lm
+        from disambig.lm.runtime import build_lm
 
         same_lm = program_lm is not None and spec == settings.lm
         judge = Judge(program_lm if same_lm else build_lm(settings, spec=spec))
