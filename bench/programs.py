@@ -1,8 +1,8 @@
 """Run the DIVA family (closed-book, VanillaRAG, IterativeRAG, DtV-no-verify, DIVA) on ASQA and AmbigNQ dev
-questions and write ``docs/RESULTS.md`` with the table and the quality-vs-tokens plots.
+questions; with ``--results FILE``, write the table and the quality-vs-tokens plots into that file.
 
-    python bench/programs.py --limit 50                # every program x dataset, resumable
-    python bench/programs.py --limit 50 --report-only  # rewrite docs/RESULTS.md from finished runs
+    python bench/programs.py --limit 50                                         # every program x dataset, resumable
+    python bench/programs.py --limit 50 --report-only --results docs/RESULTS.md  # tables from finished runs
 
 Each program/dataset pair is one ``disambig eval`` run folder under ``--out`` (default
 ``bench/results/suite``, kept in the repository so a later checkout can resume or audit every answer);
@@ -49,7 +49,7 @@ def run_one(program: str, dataset: str, args: argparse.Namespace) -> dict:
                      " (failed)" if getattr(result, "failed", False) else "")
 
     outcome = run_eval(config, run.program, run.examples, run.metrics, args.out / f"{program}-{dataset}",
-                       on_result=progress, track=not args.no_track)
+                       on_result=progress, track=not args.no_track, allow_mixed_code=args.allow_mixed_code)
     return outcome.report
 
 
@@ -106,7 +106,10 @@ def main() -> None:
     parser.add_argument("--corpus", default="wiki-slice")
     parser.add_argument("--lm", default=None)
     parser.add_argument("--out", type=Path, default=Path("bench/results/suite"))
-    parser.add_argument("--results", type=Path, default=Path("docs/RESULTS.md"))
+    parser.add_argument("--results", type=Path, default=None,
+                        help="Markdown file whose generated section gets the tables (nothing is written without it).")
+    parser.add_argument("--allow-mixed-code", action="store_true",
+                        help="Resume run folders whose answers came from other code.")
     parser.add_argument("--no-track", action="store_true", help="Do not record the runs in MLflow.")
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
@@ -117,8 +120,8 @@ def main() -> None:
                 start = time.perf_counter()
                 run_one(program, dataset, args)
                 logging.info("%s/%s finished in %.0f s", program, dataset, time.perf_counter() - start)
-                write_results(args.out, args.results, args.limit)
-    write_results(args.out, args.results, args.limit)
+    if args.results is not None:
+        write_results(args.out, args.results, args.limit)
 
 
 if __name__ == "__main__":

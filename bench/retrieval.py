@@ -7,7 +7,7 @@ BM25 (Lucene) and FAISS query latency grow with the number of passages.
                                                        # took ~1 min, so expect well over 15 min)
 
 Latency is wall-clock time of one ``search(query, k=10)`` call, one query at a time, after 5 warm-up queries;
-queries are the first 200 questions of the bundled ASQA file. For the scaling runs, BM25 indexes the slice's
+queries are the first 200 questions of the ASQA file under the data root. For the scaling runs, BM25 indexes the slice's
 passages replicated under new ids up to each size, and FAISS holds random 384-d unit vectors searched with
 random unit queries. The numbers are written to ``--json`` and between the markers of ``docs/benchmarks.md``.
 """

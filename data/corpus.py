@@ -1,4 +1,4 @@
-"""Passage corpora: the bundled Wikipedia slice, BEIR folders, or any JSONL of ``{id, title, text}``."""
+"""Passage corpora: the Wikipedia slice, BEIR folders, or any JSONL of ``{id, title, text}``."""
 
 from __future__ import annotations
 
@@ -6,20 +6,13 @@ import csv
 from pathlib import Path
 
 from disambig.data.jsonl import MalformedRowError, read_jsonl, require
+from disambig.data.root import CORPORA, resolve
 from disambig.errors import ConfigurationError
-
-HERE = Path(__file__).resolve().parent
-CORPORA = {"wiki-slice": HERE / "corpus" / "wiki-slice.jsonl", "dbpedia-entity-5k": HERE / "beir" / "dbpedia-entity-5k"}
 
 
 def corpus_path(name_or_path: str) -> Path:
-    """The file or BEIR folder a corpus name or path points to."""
-    path = CORPORA.get(name_or_path) or Path(name_or_path)
-    if not path.exists():
-        raise ConfigurationError(
-            f"unknown corpus {name_or_path!r}; use {', '.join(CORPORA)}, a JSONL file or a BEIR folder"
-        )
-    return path
+    """The file or BEIR folder a corpus name (found under the data root) or path points to."""
+    return resolve(name_or_path, CORPORA, "corpus", "a JSONL file or a BEIR folder")
 
 
 def load_corpus(name_or_path: str) -> list[dict[str, str]]:

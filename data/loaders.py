@@ -11,24 +11,23 @@ question is the question itself.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import dspy
 
 from disambig.data.jsonl import MalformedRowError, read_jsonl, require
+from disambig.data.root import QUESTION_SETS, resolve
 from disambig.data.splits import in_split
-from disambig.errors import ConfigurationError
 
-HERE = Path(__file__).resolve().parent
-DATASETS = {"asqa": HERE / "asqa" / "dev.jsonl", "ambignq": HERE / "ambignq" / "dev.jsonl"}
+DATASETS = tuple(QUESTION_SETS)
 
 
 def load_dataset(name: str, split: str = "all", limit: int | None = None) -> list[dspy.Example]:
-    """Load a bundled set (``asqa``, ``ambignq``), a JSONL file in either format, or ``hf:NAME`` from the hub.
+    """Load a named set (``asqa``, ``ambignq``; see ``disambig.data.root``), a JSONL file, or ``hf:NAME``.
 
     Args:
-        name: dataset name, file path, or ``hf:owner/name`` (needs network; rows in either format).
+        name: dataset name (found under the data root), file path (ASQA or AmbigNQ rows), or ``hf:owner/name``
+            (needs network; rows in either format).
         split: ``train``, ``dev``, ``test`` (by question hash, see ``disambig.data.splits``) or ``all``.
         limit: keep the first ``limit`` questions of the split.
     """
@@ -42,10 +41,8 @@ def load_dataset(name: str, split: str = "all", limit: int | None = None) -> lis
 def _rows(name: str) -> list[dspy.Example]:
     if name.startswith("hf:"):
         return _from_hub(name[3:])
-    path = DATASETS.get(name) or Path(name)
-    if not path.exists():
-        raise ConfigurationError(f"unknown dataset {name!r}; use {', '.join(DATASETS)}, a JSONL path, or hf:NAME")
-    label = name if name in DATASETS else path.stem
+    path = resolve(name, QUESTION_SETS, "dataset", "a JSONL file or hf:NAME")
+    label = name if name in QUESTION_SETS else path.stem
     return [to_example(row, f"{path}:{number}", label) for number, row in read_jsonl(path)]
 
 
@@ -95,3 +92,28 @@ def ambignq_interpretations(row: dict[str, Any], where: str) -> list[dict[str, A
             raise MalformedRowError(f"{where}: unknown annotation type {annotation.get('type')!r}")
         answers.extend(a for a in annotation["answer"] if a not in answers)
     return [{"question": row["question"], "answers": answers}] if answers else []
+
+
+def dataset_format(name: str) -> str:
+    """``asqa`` or ``ambignq`` (``""`` for a hub set, not read here): the row format of a named set or JSONL file, recognised from its first row.
+
+    Raises:
+        MalformedRowError: the first row is in neither format.
+    """
+    if name in QUESTION_SETS:
+        return name
+    if name.startswith("hf:"):
+        return ""
+    path = resolve(name, QUESTION_SETS, "dataset", "a JSONL file or hf:NAME")
+    for number, row in read_jsonl(path):
+        return row_format(row, f"{path}:{number}")
+    raise MalformedRowError(f"{path}: no rows")
+
+
+def row_format(row: dict[str, Any], where: str) -> str:
+    """``asqa`` for a row with ``qa_pairs``, ``ambignq`` for one with ``annotations``."""
+    if "qa_pairs" in row:
+        return "asqa"
+    if "annotations" in row:
+        return "ambignq"
+    raise MalformedRowError(f"{where}: neither 'qa_pairs' (ASQA) nor 'annotations' (AmbigNQ)")

@@ -40,6 +40,7 @@ def prepare_run(
     """Load the split, build the program and its retriever (or load a compiled ``artifact`` of ``program``),
     resolve metrics, and configure the LM."""
     from disambig.data import load_dataset
+    from disambig.data.loaders import dataset_format
     from disambig.programs import PROGRAMS, build_program
     from disambig.programs import retriever_kind as default_kind
     from disambig.lm.runtime import build_lm, configure_dspy
@@ -57,7 +58,7 @@ def prepare_run(
 
         retriever = build_retriever(kind, corpus=corpus, settings=settings)
     module = load_compiled(artifact, program, retriever, settings) if artifact else build_program(program, retriever)
-    names = metric_names or default_metrics(dataset, with_retrieval=bool(kind))
+    names = metric_names or default_metrics(dataset_format(dataset), with_retrieval=bool(kind))
     lm = build_lm(settings)
     metrics = resolve_metrics(names, settings, program_lm=lm)
     configure_dspy(lm)
@@ -75,8 +76,16 @@ def load_compiled(artifact: str, program: str, retriever: Any, settings: Setting
     return load(artifact, retriever=retriever, settings=settings)
 
 
-def default_metrics(dataset: str, with_retrieval: bool) -> list[str]:
-    names = list(DEFAULT_METRICS.get(dataset, FALLBACK_METRICS))
+def default_split(dataset: str) -> str:
+    """``dev`` for a named benchmark set, ``all`` for a user's own file (it is evaluated whole)."""
+    from disambig.data.loaders import DATASETS
+
+    return "dev" if dataset in DATASETS else "all"
+
+
+def default_metrics(data_format: str, with_retrieval: bool) -> list[str]:
+    """The metrics a dataset of ``data_format`` (``asqa``, ``ambignq``) reports when none are asked for."""
+    names = list(DEFAULT_METRICS.get(data_format, FALLBACK_METRICS))
     return names + list(RETRIEVAL_METRICS) if with_retrieval else names
 
 

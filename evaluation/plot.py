@@ -33,4 +33,4 @@ def plot_tradeoff(reports: list[dict[str, Any]], metric: str, path: Path) -> Pat
 
 def run_label(report: dict[str, Any]) -> str:
     params = report.get("params", {})
-    return f"{params.get('program', '?')} ({params.get('dataset', '?')})"
+    return f"{params.get('program', '?')} ({Path(str(params.get('dataset', '?'))).stem})"

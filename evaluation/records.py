@@ -11,7 +11,8 @@ from typing import Any
 
 @dataclass
 class QuestionResult:
-    """One question's outcome: the prediction (or the error that replaced it) and its scores."""
+    """One question's outcome: the prediction (or the error that replaced it), its scores, and the code
+    that produced it (``code``: see ``disambig.evaluation.code_version``; empty on rows written before stamps)."""
 
     id: str
     question: str
@@ -19,6 +20,7 @@ class QuestionResult:
     scores: dict[str, float]
     error: str | None = None
     trace: dict[str, Any] = field(default_factory=dict)
+    code: dict[str, Any] = field(default_factory=dict)
 
     @property
     def failed(self) -> bool:

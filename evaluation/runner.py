@@ -6,9 +6,13 @@ import contextvars
 import logging
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict
 from typing import Any
 
+from disambig.errors import ConfigurationError
+from disambig.evaluation.code_version import code_stamp, describe
 from disambig.evaluation.records import QuestionResult, ResultLog
+from disambig.lm.usage import measured
 
 logger = logging.getLogger(__name__)
 
@@ -22,16 +26,20 @@ def run_questions(
     log: ResultLog,
     threads: int = 1,
     on_result: Callable[[QuestionResult], None] | None = None,
+    allow_mixed_code: bool = False,
 ) -> list[QuestionResult]:
     """Answer and score every example not already in ``log``; return all results in example order.
 
     A question whose program or metric raises is recorded as a failure (its message kept, every score 0)
     and the run goes on. Each worker runs in a copy of the caller's context, so ``dspy.context``
-    settings made by the caller apply inside the threads too.
+    settings made by the caller apply inside the threads too. Every row is stamped with the code that
+    produced it; resuming a log written by other code is refused unless ``allow_mixed_code``.
     """
     if threads < 1:
         raise ValueError(f"threads={threads} must be at least 1")
     done = {r.id: r for r in log.load()}
+    if not allow_mixed_code:
+        refuse_other_code(done.values(), log)
     todo = [ex for ex in examples if ex.id not in done]
     if len(done):
         logger.info("resuming: %d of %d questions already done", len(done), len(examples))
@@ -46,26 +54,37 @@ def run_questions(
     return [done[ex.id] for ex in examples]
 
 
-def answer_one(program: Callable[..., Any], example: Any, metrics: dict[str, Metric]) -> QuestionResult:
-    """Run the program on one example and score it; any exception becomes a recorded failure."""
-    try:
-        prediction = program(**example.inputs())
-        scores = {name: float(metric(example, prediction)) for name, metric in metrics.items()}
-    except Exception as exc:  # noqa: BLE001 - one bad question must not stop the run; the error is kept
-        return QuestionResult(
-            id=example.id,
-            question=example.question,
-            prediction=None,
-            scores=dict.fromkeys(metrics, 0.0),
-            error=f"{type(exc).__name__}: {exc}",
+def refuse_other_code(results: Iterable[QuestionResult], log: ResultLog) -> None:
+    """Raise when any stored result came from code other than this process's (or carries no stamp)."""
+    current = code_stamp()
+    other = [r for r in results if r.code != current]
+    if other:
+        seen = sorted({describe(r.code) for r in other})
+        raise ConfigurationError(
+            f"{str(log.path)!r} holds {len(other)} answers from other code ({', '.join(seen[:3])}) than this run "
+            f"({describe(current)}); pass --allow-mixed-code to resume anyway, or another --out to start afresh"
         )
-    return QuestionResult(
-        id=example.id,
-        question=example.question,
-        prediction=_plain(prediction),
-        scores=scores,
-        trace=dict(getattr(prediction, "trace", {}) or {}),
-    )
+
+
+def answer_one(program: Callable[..., Any], example: Any, metrics: dict[str, Metric]) -> QuestionResult:
+    """Run the program on one example and score it; any exception becomes a recorded failure.
+
+    A failure keeps what the attempt cost (wall time, LM calls and tokens up to the error) as its trace, so
+    costs and latency can count failed questions too.
+    """
+    with measured() as attempt:
+        try:
+            prediction = program(**example.inputs())
+            scores = {name: float(metric(example, prediction)) for name, metric in metrics.items()}
+            error = None
+        except Exception as exc:  # noqa: BLE001 - one bad question must not stop the run; the error is kept
+            error = f"{type(exc).__name__}: {exc}"
+    if error is not None:
+        return QuestionResult(id=example.id, question=example.question, prediction=None,
+                              scores=dict.fromkeys(metrics, 0.0), error=error, trace=asdict(attempt),
+                              code=code_stamp())
+    return QuestionResult(id=example.id, question=example.question, prediction=_plain(prediction), scores=scores,
+                          trace=dict(getattr(prediction, "trace", {}) or {}), code=code_stamp())
 
 
 def _plain(prediction: Any) -> dict[str, Any]:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from disambig.errors import ConfigurationError
+from disambig.evaluation.code_version import code_stamp
 from disambig.evaluation.plot import plot_tradeoff
 from disambig.evaluation.records import QuestionResult, ResultLog
 from disambig.evaluation.report import build_report, read_report, write_report
@@ -59,12 +59,17 @@ def run_eval(
     on_result: Callable[[QuestionResult], None] | None = None,
     track: bool = True,
     tracking_uri: str | None = None,
+    allow_mixed_code: bool = False,
 ) -> EvalOutcome:
-    """Answer and score ``examples`` into ``out_dir`` (resuming a run already there), then report and track."""
+    """Answer and score ``examples`` into ``out_dir`` (resuming a run already there), then report and track.
+
+    Resuming a folder whose answers came from other code is refused unless ``allow_mixed_code``.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     params = claim_run_dir(out_dir, config)
-    results = run_questions(program, examples, metrics, ResultLog(out_dir / RESULTS_FILE), threads, on_result)
-    report = build_report(results, params)
+    results = run_questions(program, examples, metrics, ResultLog(out_dir / RESULTS_FILE), threads, on_result,
+                            allow_mixed_code=allow_mixed_code)
+    report = build_report(results, params) | {"code": distinct_codes(results)}
     report_path = write_report(report, out_dir)
     plot_path = plot_tradeoff(sibling_reports(out_dir, report), primary_metric(report), out_dir / PLOT_FILE)
     run_id = None
@@ -77,7 +82,7 @@ def run_eval(
 
 def claim_run_dir(out_dir: Path, config: EvalConfig) -> dict[str, Any]:
     """Write the run's params, or check that a resumed folder was started with the same ones."""
-    params = asdict(config) | {"metrics": list(config.metrics), "commit": git_commit()}
+    params = asdict(config) | {"metrics": list(config.metrics), "code": code_stamp()}
     path = out_dir / PARAMS_FILE
     if path.exists():
         previous = json.loads(path.read_text(encoding="utf-8"))
@@ -91,6 +96,15 @@ def claim_run_dir(out_dir: Path, config: EvalConfig) -> dict[str, Any]:
     return params
 
 
+def distinct_codes(results: list[QuestionResult]) -> list[dict[str, Any]]:
+    """Each code stamp found among the results once, with how many rows it produced."""
+    counts: dict[str, list[Any]] = {}
+    for r in results:
+        key = json.dumps(r.code, sort_keys=True)
+        counts.setdefault(key, [r.code, 0])[1] += 1
+    return [stamp | {"rows": n} for stamp, n in counts.values()]
+
+
 def sibling_reports(out_dir: Path, current: dict[str, Any]) -> list[dict[str, Any]]:
     """This run's report plus every other finished run's report beside it (for the trade-off plot)."""
     others = [read_report(p) for p in sorted(out_dir.parent.glob("*/report.json")) if p.parent != out_dir]
@@ -101,12 +115,3 @@ def primary_metric(report: dict[str, Any]) -> str:
     """The metric the plot shows: DR if measured, else the first metric."""
     names = list(report["metrics"])
     return "dr" if "dr" in names else (names[0] if names else "none")
-
-
-def git_commit() -> str:
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5,
-                             cwd=Path(__file__).resolve().parent)
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return out.stdout.strip()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -41,3 +42,18 @@ def settings(tmp_path):
     from disambig.settings import Settings
 
     return Settings(cache_dir=str(tmp_path / "cache"))
+
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+@pytest.fixture
+def asqa_file() -> str:
+    """Six hand-made questions in ASQA format (train: 1, 2, 5; dev: 4, 6; test: 3) (``tests/fixtures/asqa-mini.jsonl``)."""
+    return str(FIXTURES / "asqa-mini.jsonl")
+
+
+@pytest.fixture
+def ambignq_file() -> str:
+    """Four hand-made questions in AmbigNQ format, one with ``nq_answer`` (``tests/fixtures/ambignq-mini.jsonl``)."""
+    return str(FIXTURES / "ambignq-mini.jsonl")

@@ -1,4 +1,4 @@
-"""eval, compare and compile through the command line, with a scripted LM on real dataset rows."""
+"""eval, compare and compile through the command line, with a scripted LM on hand-made dataset rows."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from dspy.utils import DummyLM
 from typer.testing import CliRunner
 
 from disambig.cli import app
+from disambig.evaluation.code_version import code_stamp
+from disambig.run_setup import default_metrics
 from disambig.lm.adapter import CompactJSONAdapter
 
 runner = CliRunner()
@@ -20,25 +22,41 @@ def scripted_lm(monkeypatch):
     monkeypatch.setattr("disambig.lm.runtime.build_lm", lambda settings, spec=None, **kw: lm)
 
 
-def test_eval_then_compare(scripted_lm, tmp_path):
+def test_eval_of_a_file_scores_every_row_with_its_formats_metrics_then_compare(scripted_lm, tmp_path, asqa_file):
     out = tmp_path / "run"
-    result = runner.invoke(app, ["eval", "closed-book", "--dataset", "asqa", "--limit", "3", "--no-track",
-                                 "--out", str(out)])
+    result = runner.invoke(app, ["eval", "closed-book", "--dataset", asqa_file, "--no-track", "--out", str(out)])
     assert result.exit_code == 0, result.output
     report = json.loads((out / "report.json").read_text())
-    assert report["questions"] == 3 and set(report["metrics"]) == {"d-f1", "rouge-l", "dr", "answer-f1"}
-    assert len((out / "results.jsonl").read_text().splitlines()) == 3
+    assert report["questions"] == 6 and report["params"]["split"] == "all"  # a file is evaluated whole
+    assert set(default_metrics("asqa", with_retrieval=False)) == set(report["metrics"])
+    assert {"rouge-l", "dr"} <= set(report["metrics"])
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 6 and all(row["code"] == code_stamp() for row in rows)
+    assert report["code"] == [code_stamp() | {"rows": 6}]
     compared = runner.invoke(app, ["compare", str(out), str(out / "report.json")])
-    assert compared.exit_code == 0 and compared.output.count("closed-book (asqa)") == 2
+    assert compared.exit_code == 0 and compared.output.count("closed-book (asqa-mini)") == 2
 
 
-def test_compile_saves_an_artifact(scripted_lm, tmp_path):
-    result = runner.invoke(app, ["compile", "closed-book", "--dataset", "asqa", "--metric", "rouge-l",
+def test_resuming_with_other_code_is_refused_unless_allowed(scripted_lm, tmp_path, asqa_file):
+    out = tmp_path / "run"
+    args = ["eval", "closed-book", "--dataset", asqa_file, "--limit", "2", "--no-track", "--out", str(out)]
+    assert runner.invoke(app, args).exit_code == 0
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    rows[0]["code"] = {**rows[0]["code"], "commit": "0123456789ab"}
+    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    refused = runner.invoke(app, args)
+    assert refused.exit_code == 2 and "other code (0123456789ab)" in refused.output, refused.output
+    assert "--allow-mixed-code" in refused.output
+    assert runner.invoke(app, [*args, "--allow-mixed-code"]).exit_code == 0
+
+
+def test_compile_saves_an_artifact(scripted_lm, tmp_path, asqa_file):
+    result = runner.invoke(app, ["compile", "closed-book", "--dataset", asqa_file, "--metric", "rouge-l",
                                  "--optimizer", "labeled-fewshot", "--train", "3", "--val", "2", "--no-track",
                                  "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert "before" in result.output and "after" in result.output
-    state = tmp_path / "closed-book" / "asqa" / "labeled-fewshot.json"
+    state = tmp_path / "closed-book" / "asqa-mini" / "labeled-fewshot.json"
     assert len(json.loads(state.read_text())["answer"]["demos"]) == 2
 
 

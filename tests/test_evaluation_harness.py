@@ -91,3 +91,17 @@ def test_mlflow_run_holds_params_metrics_and_artifacts(tmp_path):
     assert run.data.params["program"] == "scripted" and run.data.metrics["exact"] == 1.0
     artifacts = {a.path for a in mlflow.MlflowClient(uri).list_artifacts(outcome.mlflow_run_id)}
     assert {"report.json", "tradeoff.png", "results.jsonl"} <= artifacts
+
+
+def test_a_failure_keeps_what_the_attempt_cost(tmp_path):
+    from dspy.utils import DummyLM
+
+    def ask_then_fail(question: str) -> dspy.Prediction:
+        dspy.Predict("question -> answer")(question=question)  # one LM call, then the program breaks
+        raise RuntimeError("could not parse")
+
+    lm = DummyLM([{"answer": "x"}] * 3)
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        outcome = run_eval(CONFIG, ask_then_fail, examples(1), {"exact": exact}, tmp_path, track=False)
+    (failed,) = outcome.results
+    assert failed.failed and failed.trace["lm_calls"] == 1 and failed.trace["seconds"] > 0

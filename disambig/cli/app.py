@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import typer
 
 from disambig import __version__
@@ -41,8 +44,16 @@ def _version(value: bool) -> None:
 @app.callback()
 def root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    data_dir: Path | None = typer.Option(
+        None, "--data-dir", help="Folder holding the benchmark data (env DISAMBIG_DATA_DIR; default ../shared/data "
+        "beside the checkout, then the cache's data folder).", file_okay=False,
+    ),
 ) -> None:
     """disambig: retrieval-augmented generation that handles ambiguity."""
+    if data_dir is not None:
+        from disambig.data.root import ENV_VAR
+
+        os.environ[ENV_VAR] = str(data_dir.expanduser().resolve())
 
 
 def main() -> None:

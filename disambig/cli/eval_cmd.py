@@ -18,7 +18,8 @@ from disambig.settings import load_settings
 def evaluate(
     program: str = typer.Argument(..., help="Registered program (see `disambig programs`)."),
     dataset: str = typer.Option("asqa", "--dataset", "-d", help="asqa, ambignq, or a JSONL file in their format."),
-    split: str = typer.Option("dev", "--split", help="train, dev, test or all."),
+    split: str | None = typer.Option(None, "--split", help="train, dev, test or all (default: dev of a named set, "
+                                     "all of a file)."),
     limit: int | None = typer.Option(None, "--limit", "-n", min=1, help="First N questions of the split."),
     metric: list[str] = typer.Option([], "--metric", "-m", help="Metric name (repeatable); default per dataset."),
     retriever: str | None = typer.Option(None, "--retriever", help="bm25, dense or hybrid (default hybrid if needed)."),
@@ -29,11 +30,14 @@ def evaluate(
     out: Path | None = typer.Option(None, "--out", help="Run folder (default runs/PROGRAM-DATASET-SPLIT-N)."),
     track: bool = typer.Option(True, "--track/--no-track", help="Record the run in MLflow."),
     artifact: str = typer.Option("", "--artifact", help="Evaluate a compiled PROGRAM: state JSON path or models:/..."),
+    allow_mixed_code: bool = typer.Option(False, "--allow-mixed-code",
+                                          help="Resume a run folder whose answers came from other code."),
 ) -> None:
     """Run PROGRAM on a dataset split: progress, per-question JSONL (resumable), report.json, plot, MLflow run."""
     from disambig.evaluation.session import EvalConfig, run_eval
-    from disambig.run_setup import prepare_run
+    from disambig.run_setup import default_split, prepare_run
 
+    split = split or default_split(dataset)
     settings = load_settings(lm=lm, judge_lm=judge_lm, threads=threads)
     run = prepare_run(settings, program, dataset, split, limit, list(metric), retriever, corpus, artifact)
     config = EvalConfig(program=program, dataset=dataset, split=split, limit=limit, lm=settings.lm,
@@ -44,7 +48,8 @@ def evaluate(
     with _progress(console) as progress:
         task = progress.add_task(f"{program} on {dataset}/{split}", total=len(run.examples))
         outcome = run_eval(config, run.program, run.examples, run.metrics, out_dir, threads=eval_workers(settings),
-                           on_result=lambda _: progress.advance(task), track=track)
+                           on_result=lambda _: progress.advance(task), track=track,
+                           allow_mixed_code=allow_mixed_code)
     console.print(report_table([outcome.report]))
     console.print(f"results: {out_dir}/results.jsonl · report: {out_dir}/report.json · plot: {out_dir}/tradeoff.png")
     if outcome.mlflow_run_id:
