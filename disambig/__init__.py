@@ -10,8 +10,8 @@ __version__ = "0.1.0"
 __all__ = ["__version__", "load"]
 
 
-def load(source, retriever=None, settings=None):  # noqa: ANN001, ANN201 - documented in disambig.loading.load
-    """Load a compiled program from a state file or MLflow model URI (see ``disambig.loading.load``)."""
-    from disambig.loading import load as _load
+def load(source, retriever=None, settings=None):  # noqa: ANN001, ANN201 - documented in disambig.optimizers.loading.load
+    """Load a compiled program from a state file or MLflow model URI (see ``disambig.optimizers.loading.load``)."""
+    from disambig.optimizers.loading import load as _load
 
     return _load(source, retriever=retriever, settings=settings)

@@ -67,7 +67,7 @@ def prepare_run(
 
 def load_compiled(artifact: str, program: str, retriever: Any, settings: Settings) -> Any:
     """The compiled program in ``artifact``; it must be a compile of ``program``."""
-    from disambig.loading import load, resolve_state_path
+    from disambig.optimizers.loading import load, resolve_state_path
     from disambig.optimizers.artifact import read_manifest
 
     compiled_for = read_manifest(resolve_state_path(artifact)).get("program")

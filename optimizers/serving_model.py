@@ -17,7 +17,7 @@ class CompiledProgram(PythonModel):
     """``predict`` takes questions (a list, or a DataFrame with a ``question`` column) and returns answers."""
 
     def load_context(self, context: Any) -> None:
-        from disambig.loading import load
+        from disambig.optimizers.loading import load
         from disambig.lm.runtime import build_lm, default_adapter
         from disambig.settings import load_settings
 

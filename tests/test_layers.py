@@ -56,5 +56,5 @@ def test_the_checker_sees_an_upward_import(tmp_path: Path) -> None:
     source.write_text("def f():\n    from disambig.optimizers.knobs import Knob\n", encoding="utf-8")
     assert imported_modules(source) == ["disambig.optimizers.knobs"]
     assert layer_of("disambig.optimizers.knobs") == "optimizers"
-    assert layer_of("disambig.loading") == "cli"
+    assert layer_of("disambig.cli.app") == "cli"
     assert layer_of("disambig.errors") is None

@@ -38,7 +38,7 @@ def _program(settings: object, name: str, retriever: str | None, corpus: str, ar
     from disambig.retrieval import build_retriever
 
     if artifact:
-        from disambig.loading import load
+        from disambig.optimizers.loading import load
 
         searcher = build_retriever(retriever, corpus=corpus, settings=settings) if retriever else None
         return load(artifact, retriever=searcher, settings=settings)

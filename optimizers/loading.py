@@ -1,4 +1,4 @@
-"""``disambig.load``: a compiled artifact (path or MLflow model URI) back to a ready program."""
+"""``disambig.load``: a compiled artifact (path or MLflow model URI) back to a ready program (with its retriever)."""
 
 from __future__ import annotations
 
