@@ -13,3 +13,11 @@ class ConfigurationError(DisambigError, ValueError):
 
 class MissingDependencyError(DisambigError, ImportError):
     """An optional backend is not installed; the message names the install command."""
+
+
+class ModelIntegrityError(DisambigError):
+    """A model file (or a chunk it is assembled from) does not match the SHA-256 pinned in the code."""
+
+
+class PromptTooLongError(DisambigError, ValueError):
+    """A prompt does not fit the embedded model's context window; the message names the limit and the fix."""

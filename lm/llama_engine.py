@@ -9,13 +9,25 @@ returns parseable fields. One lock serialises calls: a llama context is not thre
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from disambig.errors import MissingDependencyError
+from disambig.lm.chunks import verify_or_discard
 from disambig.lm.schema import bounded_schema
 from disambig.lm.truncation import close_truncated_json
 
 SUPPORTED_PARAMS = frozenset({"temperature", "max_tokens", "stop", "seed", "top_p", "response_format"})
+
+
+@dataclass(frozen=True)
+class ModelFile:
+    """The GGUF an engine loaded; ``sha256`` is set only when a pinned hash was verified."""
+
+    name: str
+    size_bytes: int
+    sha256: str | None
 
 
 class LlamaEngine:
@@ -25,20 +37,23 @@ class LlamaEngine:
         model_path: path of the GGUF file.
         threads: CPU threads for prefill and decode.
         ctx: context window in tokens.
+        sha256: the file's pinned SHA-256; checked before the model loads (a file that fails is deleted).
     """
 
     supports_response_schema = True
     supported_params = SUPPORTED_PARAMS
 
-    def __init__(self, model_path: str, threads: int = 2, ctx: int = 8192) -> None:
+    def __init__(self, model_path: str, threads: int = 2, ctx: int = 8192, sha256: str | None = None) -> None:
         self.model_path = model_path
         self.threads = threads
         self.ctx = ctx
+        self.sha256 = sha256
+        self.verified_sha256_: str | None = None
         self._llama: Any = None
         self._lock = threading.Lock()
 
     def dump_state(self) -> dict[str, Any]:
-        return {"model_path": self.model_path, "threads": self.threads, "ctx": self.ctx}
+        return {"model_path": self.model_path, "threads": self.threads, "ctx": self.ctx, "sha256": self.sha256}
 
     @classmethod
     def load_state(cls, state: dict[str, Any]) -> LlamaEngine:
@@ -48,8 +63,15 @@ class LlamaEngine:
     def llama(self) -> Any:
         """The loaded ``llama_cpp.Llama`` (loaded once, on first access)."""
         if self._llama is None:
+            if self.sha256 is not None:
+                self.verified_sha256_ = verify_or_discard(self.model_path, self.sha256, Path(self.model_path).name)
             self._llama = _load_llama(self.model_path, self.threads, self.ctx)
         return self._llama
+
+    def model_file(self) -> ModelFile:
+        """The GGUF this engine loads: name, size, and the hash verified at load (None if none is pinned)."""
+        path = Path(self.model_path)
+        return ModelFile(name=path.name, size_bytes=path.stat().st_size, sha256=self.verified_sha256_)
 
     def complete(self, request: Any) -> Any:
         from dspy.clients.engines.base import validate_request
@@ -82,6 +104,40 @@ def _load_llama(model_path: str, threads: int, ctx: int) -> Any:
             "`CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" pip install llama-cpp-python` (or `make demo`, which does this)"
         ) from exc
     return Llama(model_path=model_path, n_ctx=ctx, n_threads=threads, n_threads_batch=threads, verbose=False)
+
+
+@dataclass(frozen=True)
+class EvalCounters:
+    """llama.cpp's own counts since the last ``reset_counters``: prompt tokens evaluated in batches (prefill) and
+    single-token evaluations (decode), with the milliseconds each took."""
+
+    prefill_tokens: int
+    prefill_ms: float
+    decode_tokens: int
+    decode_ms: float
+
+    @property
+    def prefill_per_s(self) -> float:
+        return 1000 * self.prefill_tokens / max(self.prefill_ms, 1e-6)
+
+    @property
+    def decode_per_s(self) -> float:
+        return 1000 * self.decode_tokens / max(self.decode_ms, 1e-6)
+
+
+def reset_counters(llama: Any) -> None:
+    """Zero llama.cpp's performance counters of ``llama``'s context."""
+    import llama_cpp
+
+    llama_cpp.llama_perf_context_reset(llama.ctx)
+
+
+def read_counters(llama: Any) -> EvalCounters:
+    """llama.cpp's performance counters of ``llama``'s context since the last reset."""
+    import llama_cpp
+
+    data = llama_cpp.llama_perf_context(llama.ctx)
+    return EvalCounters(data.n_p_eval, data.t_p_eval_ms, data.n_eval, data.t_eval_ms)
 
 
 def chat_messages(request: Any) -> list[dict[str, str]]:

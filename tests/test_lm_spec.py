@@ -7,10 +7,11 @@ from disambig.lm import make_lm, parse_spec
 from disambig.lm.paths import SMOLLM2_FILE
 
 
-def test_local_resolves_to_packaged_gguf():
+def test_local_resolves_to_packaged_gguf(tmp_path):
     spec = parse_spec("local")
-    assert spec.is_local and spec.gguf.name == SMOLLM2_FILE and spec.gguf.is_file()
-    assert spec.model_name == SMOLLM2_FILE
+    assert spec.is_local and spec.embedded.name == "smollm2" and spec.model_name == SMOLLM2_FILE
+    path = spec.embedded.locate(tmp_path)
+    assert path.name == SMOLLM2_FILE and path.is_file()
 
 
 def test_local_path_spec(tmp_path):
