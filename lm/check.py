@@ -34,6 +34,9 @@ class CheckReport:
     """Measured numbers of one ``lm check`` run."""
 
     spec: str
+    model_file: str = ""
+    model_bytes: int | None = None
+    model_sha256: str | None = None
     load_seconds: float = 0.0
     prefill_tokens_per_s: float | None = None
     decode_tokens_per_s: float | None = None
@@ -46,6 +49,7 @@ class CheckReport:
             return "n/a (remote)" if x is None else f"{x:.1f}"
 
         return [
+            *self.model_rows(),
             ("load time (s)", f"{self.load_seconds:.2f}"),
             ("prefill tokens/s", rate(self.prefill_tokens_per_s)),
             ("decode tokens/s", rate(self.decode_tokens_per_s)),
@@ -55,6 +59,15 @@ class CheckReport:
         ]
 
 
+    def model_rows(self) -> list[tuple[str, str]]:
+        """The model the check loaded: file name, size and hash (none for a remote LM)."""
+        if not self.model_file:
+            return []
+        verified = f"verified {self.model_sha256}" if self.model_sha256 else "unverified (no pinned hash)"
+        return [("model file", self.model_file), ("model size", f"{self.model_bytes / 1e6:.1f} MB"),
+                ("model sha256", verified)]
+
+
 def run_check(settings: Settings) -> CheckReport:
     """Load the settings' LM and measure it; the in-process model also gets prefill/decode rates."""
     from disambig.lm.adapter import CompactJSONAdapter
@@ -62,7 +75,7 @@ def run_check(settings: Settings) -> CheckReport:
     from disambig.lm.usage import measured
 
     report = CheckReport(spec=settings.lm)
-    lm = make_lm(settings.lm, threads=settings.threads, ctx=settings.ctx)
+    lm = make_lm(settings.lm, threads=settings.threads, ctx=settings.ctx, cache_dir=settings.cache_dir)
     from disambig.lm.llama_engine import LlamaEngine
 
     engine = lm.engine
@@ -70,6 +83,8 @@ def run_check(settings: Settings) -> CheckReport:
         start = time.perf_counter()
         llama = engine.llama
         report.load_seconds = time.perf_counter() - start
+        model = engine.model_file()
+        report.model_file, report.model_bytes, report.model_sha256 = model.name, model.size_bytes, model.sha256
         report.prefill_tokens_per_s, report.decode_tokens_per_s = _speeds(llama)
     with dspy.context(lm=lm, adapter=CompactJSONAdapter()), measured() as trace:
         result = dspy.Predict(CheckQuestion)(question=CHECK_QUESTION)
@@ -80,18 +95,18 @@ def run_check(settings: Settings) -> CheckReport:
 
 
 def _speeds(llama: Any) -> tuple[float, float]:
-    """Prefill rate from a one-token completion of a long prompt; decode rate from a fixed-length completion."""
-    prompt_tokens = llama.tokenize(PREFILL_TEXT.encode())
-    llama.reset()
-    start = time.perf_counter()
-    llama.create_completion(PREFILL_TEXT, max_tokens=1, temperature=0.0)
-    prefill_rate = len(prompt_tokens) / (time.perf_counter() - start)
+    """Prefill and decode rates as llama.cpp counts them: a long prompt completed by one token, then a chat
+    reply of up to ``DECODE_TOKENS`` tokens; each from a fresh context."""
+    from disambig.lm.llama_engine import read_counters, reset_counters
 
-    decode_prompt_tokens = len(llama.tokenize(DECODE_PROMPT.encode()))
     llama.reset()
-    start = time.perf_counter()
-    out = llama.create_completion(DECODE_PROMPT, max_tokens=DECODE_TOKENS, temperature=0.0)
-    elapsed = time.perf_counter() - start - decode_prompt_tokens / prefill_rate
-    generated = out["usage"]["completion_tokens"]
+    reset_counters(llama)
+    llama.create_completion(PREFILL_TEXT, max_tokens=1, temperature=0.0)
+    prefill = read_counters(llama)
     llama.reset()
-    return prefill_rate, generated / max(elapsed, 1e-6)
+    reset_counters(llama)
+    llama.create_chat_completion(messages=[{"role": "user", "content": DECODE_PROMPT}], max_tokens=DECODE_TOKENS,
+                                 temperature=0.0)
+    decode = read_counters(llama)
+    llama.reset()
+    return prefill.prefill_per_s, decode.decode_per_s

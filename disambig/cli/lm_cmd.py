@@ -23,7 +23,7 @@ def check(lm: str | None = options.LM, threads: int | None = options.THREADS) ->
     report = run_check(settings)
     table = Table(title=f"LM check: {settings.lm}")
     table.add_column("measure")
-    table.add_column("value", justify="right")
+    table.add_column("value", justify="right", overflow="fold")
     for key, value in report.rows():
         table.add_row(key, value)
     Console().print(table)
