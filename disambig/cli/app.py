@@ -11,6 +11,7 @@ from disambig import __version__
 from disambig.cli import (
     ask_cmd,
     compile_cmd,
+    data_cmd,
     eval_cmd,
     index_cmd,
     lm_cmd,
@@ -31,6 +32,7 @@ app.command("compare")(eval_cmd.compare)
 app.command("compile")(compile_cmd.compile_)
 app.command("serve")(serve_cmd.serve)
 app.add_typer(index_cmd.app, name="index")
+app.add_typer(data_cmd.app, name="data")
 app.command("search")(search_cmd.search)
 app.command("eval-retrieval")(retrieval_eval_cmd.eval_retrieval)
 

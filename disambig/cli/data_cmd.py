@@ -1,0 +1,75 @@
+"""``disambig data``: get the benchmark data (``fetch`` downloads it from its public sources on the hub)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from disambig.cli.errors import user_errors
+from disambig.settings import load_settings
+
+app = typer.Typer(no_args_is_help=True, help="Benchmark data: download it from its public sources.")
+
+# Kept literal so that `import disambig.cli` stays light; a test checks them against disambig.data.fetch.
+DATASET_NAMES = ("asqa", "ambignq", "wiki-slice", "dbpedia-entity-5k", "spider")
+SPIDER_DB_REPO = "lklimkiewicz/Spider-Raw"
+
+
+def default_out() -> Path:
+    """The data folder in the project cache, where the loaders look last."""
+    return Path(load_settings().cache_dir) / "data"
+
+
+@app.command("fetch")
+@user_errors
+def fetch(
+    out: Path | None = typer.Option(
+        None, "--out", file_okay=False,
+        help="Folder to write into (default: the 'data' folder in the cache dir, DISAMBIG_CACHE_DIR, which the "
+             "loaders look in when no other data root is found)."),
+    only: list[str] | None = typer.Option(
+        None, "--only", help=f"Fetch only this dataset; repeat or separate by commas: {', '.join(DATASET_NAMES)}."),
+    force: bool = typer.Option(False, "--force", help="Fetch again a dataset whose files are already all there."),
+    spider_db_repo: str = typer.Option(
+        SPIDER_DB_REPO, "--spider-db-repo",
+        help="Hub dataset repo with Spider's SQLite files at database/<db_id>/<db_id>.sqlite (the default is a "
+             "third-party copy of the Spider release)."),
+    spider_db_dir: Path | None = typer.Option(
+        None, "--spider-db-dir", file_okay=False,
+        help="Copy the Spider databases from this local folder (the 'database' folder of the official Spider "
+             "download) instead of the hub repo."),
+) -> None:
+    """Download ASQA, AmbigNQ, the wiki slice, DBpedia-Entity 5k and Spider from the Hugging Face hub.
+
+    Needs network and the `datasets` library. Writes the formats of data/README.md under OUT (asqa/dev.jsonl,
+    ambignq/dev.jsonl, corpus/wiki-slice.jsonl, beir/dbpedia-entity-5k/, spider/); a dataset whose files are
+    all there is skipped unless --force. The fetched files are the full public dev splits, so they are not the
+    same as the shared copies (see "Getting the data" in data/README.md).
+    """
+    from disambig.data.fetch import fetch as run_fetch
+
+    target = (out or default_out()).expanduser()
+    console = Console()
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console) as progress:
+        tasks: dict[str, int] = {}
+
+        def report(name: str, message: str) -> None:
+            if name not in tasks:
+                tasks[name] = progress.add_task(name, total=None)
+            progress.update(tasks[name], description=f"{name}: {message}")
+
+        results = run_fetch(target, only, force=force, spider_db_repo=spider_db_repo, spider_db_dir=spider_db_dir,
+                            report=report)
+        for task in tasks.values():
+            progress.update(task, total=1, completed=1)
+    table = Table(title=f"Data in {target}")
+    for column in ("dataset", "status", "rows", "first file"):
+        table.add_column(column, justify="right" if column == "rows" else "left")
+    for result in results:
+        rows = f"{result.rows:,}" if result.status == "fetched" else "-"
+        table.add_row(result.name, result.status, rows, str(result.paths[0]))
+    console.print(table)
