@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from disambig.errors import ConfigurationError
 
@@ -69,7 +69,7 @@ class FetchResult:
     """What one dataset's fetch did: ``status`` is ``fetched`` or ``skipped`` (already complete)."""
 
     name: str
-    status: str
+    status: Literal["fetched", "skipped"]
     rows: int
     paths: tuple[Path, ...]
 
@@ -166,7 +166,8 @@ def select_queries(qrels: Mapping[str, Mapping[str, int]], count: int = BEIR_QUE
                    max_judged: int = BEIR_MAX_JUDGED) -> list[str]:
     """The fixed query set: test queries in order of the SHA-256 of their id, each taken if its judged
     documents keep the union within ``max_judged``, until ``count`` are taken (the rest of the 5,000 documents
-    are unjudged distractors)."""
+    are unjudged distractors). A query with many judgments is skipped once the budget is nearly spent, so the
+    set leans towards queries with fewer judgments."""
     chosen: list[str] = []
     judged: set[str] = set()
     for qid in sorted(qrels, key=_sha256):
