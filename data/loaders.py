@@ -57,28 +57,44 @@ def to_example(row: dict[str, Any], where: str, dataset: str) -> dspy.Example:
     """One row of ASQA (``qa_pairs``) or AmbigNQ (``annotations``) format as the common example."""
     require(row, ("id", "question"), where)
     try:
-        interpretations, long_answers, evidence = _fields(row, where)
+        interpretations, long_answers, evidence, gold = _fields(row, where)
     except (KeyError, TypeError, AttributeError) as exc:
         raise MalformedRowError(f"{where}: unexpected structure ({type(exc).__name__}: {exc})") from None
     if not interpretations:
         raise MalformedRowError(f"{where}: no interpretations with answers")
     return dspy.Example(
         id=str(row["id"]), question=row["question"], interpretations=interpretations,
-        long_answers=long_answers, evidence=evidence, dataset=dataset,
+        long_answers=long_answers, evidence=evidence, dataset=dataset, **gold,
     ).with_inputs("question")
 
 
-def _fields(row: dict[str, Any], where: str) -> tuple[list[dict], list[str], list[dict]]:
+def _fields(row: dict[str, Any], where: str) -> tuple[list[dict], list[str], list[dict], dict[str, Any]]:
+    """Interpretations, long answers, evidence, and the full gold the official scorers read:
+
+    ``answer_sets_by_annotator`` (per annotator, its answer sets in order: a singleAnswer annotation is one set,
+    a multipleQAs annotation one set per qaPair; ASQA: one "annotator" whose sets are the qa_pairs' short
+    answers), ``nq_answer`` (AmbigNQ's original Natural Questions answer, ``[]`` where absent) and
+    ``relevant_titles`` (Wikipedia pages of the gold: ASQA ``wikipages``, qa_pairs and knowledge pages;
+    AmbigNQ ``viewed_doc_titles`` and ``nq_doc_title`` when the row has them).
+    """
     if "qa_pairs" in row:
         interpretations = [{"question": p["question"], "answers": list(p["short_answers"])} for p in row["qa_pairs"]]
         long_answers = [a["long_answer"].strip() for a in row.get("annotations", []) if a.get("long_answer")]
         evidence = [{"title": k.get("wikipage") or "", "text": k["content"]}
                     for a in row.get("annotations", []) for k in a.get("knowledge", [])]
+        sets = [[[str(a) for a in p["short_answers"]] for p in row["qa_pairs"]]]
+        titles = [w.get("title", "") if isinstance(w, dict) else w for w in row.get("wikipages") or []]
+        titles += [p.get("wikipage") for p in row["qa_pairs"]] + [e["title"] for e in evidence]
     elif "annotations" in row:
         interpretations, long_answers, evidence = ambignq_interpretations(row, where), [], []
+        sets = [[[str(a) for a in a_["answer"]]] if a_.get("type") == "singleAnswer"
+                else [[str(a) for a in p["answer"]] for p in a_["qaPairs"]] for a_ in row["annotations"]]
+        titles = [*(row.get("viewed_doc_titles") or []), row.get("nq_doc_title")]
     else:
         raise MalformedRowError(f"{where}: neither 'qa_pairs' (ASQA) nor 'annotations' (AmbigNQ)")
-    return interpretations, long_answers, evidence
+    gold = {"answer_sets_by_annotator": sets, "nq_answer": [str(a) for a in row.get("nq_answer") or []],
+            "relevant_titles": list(dict.fromkeys(str(t).strip() for t in titles if t and str(t).strip()))}
+    return interpretations, long_answers, evidence, gold
 
 
 def ambignq_interpretations(row: dict[str, Any], where: str) -> list[dict[str, Any]]:

@@ -8,41 +8,62 @@ from pathlib import Path
 from typing import Any
 
 from disambig.evaluation.records import QuestionResult
+from disambig.metrics import corpus_means
 
 REPORT_FILE = "report.json"
 COST_KEYS = ("lm_calls", "input_tokens", "output_tokens", "retrieval_calls")
 
 
-def build_report(results: list[QuestionResult], params: dict[str, Any]) -> dict[str, Any]:
-    """Mean of every metric over all questions (failures score 0) plus cost and latency percentiles.
+def metric_means(scores: list[dict[str, float]], names: list[str] | None = None) -> dict[str, float]:
+    """Mean of each metric over all rows (a row without a score counts 0), then the corpus-level values.
 
-    Cost means and latency percentiles are over the questions that finished (a failure has no trace).
+    Metrics declared in ``disambig.metrics.CORPUS_METRICS`` (``dr``, ``g-f1``, ``g-precision-micro``) are
+    computed from their inputs' means, e.g. dr = sqrt(mean D-F1 x mean ROUGE-L); without their inputs the
+    report shows ``NAME-per-question`` (the plain mean) instead.
+    """
+    names = names if names is not None else sorted({name for s in scores for name in s})
+    n = len(scores)
+    means = {name: (sum(s.get(name, 0.0) for s in scores) / n if n else 0.0) for name in names}
+    return corpus_means(means)
+
+
+def build_report(results: list[QuestionResult], params: dict[str, Any]) -> dict[str, Any]:
+    """Quality over all questions (failures score 0), corpus-level metrics, and cost and latency.
+
+    Cost means and latency percentiles cover every question, failed ones included, so programs that fail
+    on long, looping generations are not shown cheaper than they are: a failed question counts with its
+    trace when it has one (the calls and tokens spent before it failed), else with zero calls and tokens
+    and no latency sample (its time is unknown). ``efficiency["failures_without_trace"]`` says how many
+    questions entered the cost means as zeros.
     """
     names = sorted({name for r in results for name in r.scores})
-    n = len(results)
-    quality = {name: (sum(r.scores.get(name, 0.0) for r in results) / n if n else 0.0) for name in names}
-    finished = [r.trace for r in results if not r.failed and r.trace]
+    traces = [r.trace or {} for r in results]
     return {
         "params": params,
-        "questions": n,
+        "questions": len(results),
         "failures": sum(r.failed for r in results),
-        "metrics": quality,
-        "efficiency": efficiency(finished),
+        "metrics": metric_means([r.scores for r in results], names),
+        "efficiency": efficiency(traces, failures_without_trace=sum(r.failed and not r.trace for r in results)),
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
     }
 
 
-def efficiency(traces: list[dict[str, Any]]) -> dict[str, float]:
-    """Per-question means of LM calls, tokens and retrieval calls; latency p50/p95/p99 in seconds."""
+def efficiency(traces: list[dict[str, Any]], failures_without_trace: int = 0) -> dict[str, float]:
+    """Per-question means of LM calls, tokens and retrieval calls; latency p50/p95/p99 in seconds.
+
+    Every trace counts in the means (an empty one as zeros); latency is over the traces that timed a run.
+    """
     import numpy as np
 
     if not traces:
         return {}
     out = {f"{key}_per_q": float(np.mean([t.get(key, 0) for t in traces])) for key in COST_KEYS}
-    seconds = np.array([t.get("seconds", 0.0) for t in traces], dtype=float)
+    timed = np.array([t["seconds"] for t in traces if "seconds" in t], dtype=float)
     for q in (50, 95, 99):
-        out[f"latency_p{q}_s"] = float(np.percentile(seconds, q))
+        if timed.size:
+            out[f"latency_p{q}_s"] = float(np.percentile(timed, q))
     out["tokens_per_q"] = out["input_tokens_per_q"] + out["output_tokens_per_q"]
+    out["failures_without_trace"] = float(failures_without_trace)
     return out
 
 

@@ -16,8 +16,10 @@ class Judge:
 
     Every call runs inside ``dspy.context(lm=lm, adapter=CompactJSONAdapter())``, so the judge is independent of
     whatever ``dspy.configure`` set for the program. Answers are memoised by their inputs, so the G-Precision,
-    G-Recall and G-F1 metrics built on one ``Judge`` share its verdicts. A reply the adapter cannot parse counts
-    as a negative verdict (``False`` / ``0.0``) and is logged.
+    G-Recall and G-F1 metrics built on one ``Judge`` share its verdicts. A reply the adapter cannot parse is
+    logged and counted in ``parse_failures``; ``verify`` and ``match`` then return ``None`` so the grounded
+    metrics can skip the item (as VerDICt's code does), while ``similarity`` counts it as 0, ``covered`` and
+    ``count_unique`` as a negative.
 
     Args:
         lm: the judge ``dspy.LM`` (or any ``dspy.BaseLM``, e.g. ``DummyLM`` in tests).
@@ -28,18 +30,24 @@ class Judge:
             raise ConfigurationError("the judge needs an LM; pass judge_lm=dspy.LM(...) (CLI: --judge-lm)")
         self.lm = lm
         self._memo: dict[tuple[str, str], Any] = {}
+        self.parse_failures = 0
 
-    def verify(self, question: str, answer: str, passage: str) -> bool:
-        """V(q, p): does ``passage`` support ``answer`` to ``question`` (VerDICt prompt I_V)."""
-        return bool(self._ask("VerifySupport", "supported", question=question, answer=answer, passage=passage))
+    def verify(self, question: str, answer: str, passage: str) -> bool | None:
+        """V(q, p): does ``passage`` support ``answer`` (may be empty) to ``question`` (VerDICt prompt I_V).
 
-    def match(self, question: str, interpretation: str, candidates: list[str]) -> bool:
-        """V(q, Q): is ``interpretation`` among ``candidates`` (VerDICt prompt I_M, one reading against a list)."""
+        Returns ``None`` when the judge's reply could not be parsed.
+        """
+        return _verdict(self._ask("VerifySupport", "supported", question=question, answer=answer, passage=passage))
+
+    def match(self, question: str, interpretation: str, candidates: list[str]) -> bool | None:
+        """V(q, Q): is the sub-question ``interpretation`` among ``candidates`` (VerDICt prompt I_M, questions only).
+
+        ``False`` without a call when there are no candidates; ``None`` when the reply could not be parsed.
+        """
         if not candidates:
             return False
-        verdict = self._ask("MatchInterpretation", "matched", question=question, interpretation=interpretation,
-                            candidates=list(candidates))
-        return bool(verdict)
+        return _verdict(self._ask("MatchInterpretation", "matched", question=question, interpretation=interpretation,
+                                  candidates=list(candidates)))
 
     def count_unique(self, question: str, interpretations: list[str]) -> int:
         """How many of ``interpretations`` are distinct (VerDICt prompt I_D), between 1 and their number."""
@@ -78,5 +86,11 @@ class Judge:
             try:
                 return getattr(predictor(**inputs), output)
             except AdapterParseError as exc:
-                logger.warning("judge %s reply could not be parsed, counted as negative: %s", signature_name, exc)
+                self.parse_failures += 1
+                logger.warning("judge %s reply could not be parsed (%d so far): %s", signature_name,
+                               self.parse_failures, exc)
                 return None
+
+
+def _verdict(value: Any) -> bool | None:
+    return None if value is None else bool(value)

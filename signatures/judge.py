@@ -6,23 +6,25 @@ import dspy
 
 
 class MatchInterpretation(dspy.Signature):
-    """An ambiguous question has several readings. Decide whether the list of candidate readings contains one
-    that asks the same thing as the given reading and gets the same answer, even if worded differently."""
+    """An ambiguous question has several disambiguated sub-questions. Decide whether the list of candidate
+    sub-questions contains one that asks the same thing as the given sub-question, even if worded differently."""
 
-    # Seed: VerDICt (001), Appendix C, Figure 7 (prompt I_M), one reading against a list as in Eq. 17/18.
+    # Seed: VerDICt (001), Appendix C, Figure 7 (prompt I_M): questions only, no answers; one sub-question
+    # against a list as in Eq. 17/18 (the figure's list-against-list form asked once per item).
     question: str = dspy.InputField(desc="the ambiguous question")
-    interpretation: str = dspy.InputField(desc="one disambiguated question -> its answer")
-    candidates: list[str] = dspy.InputField(desc="other disambiguated questions -> their answers")
-    matched: bool = dspy.OutputField(desc="true if a candidate is the same reading with the same answer")
+    interpretation: str = dspy.InputField(desc="one disambiguated sub-question")
+    candidates: list[str] = dspy.InputField(desc="other disambiguated sub-questions")
+    matched: bool = dspy.OutputField(desc="true if a candidate asks the same thing")
 
 
 class VerifySupport(dspy.Signature):
     """Decide whether the passage supports the answer to the question: it must give enough evidence to reach
-    that answer for that question on its own, without outside knowledge."""
+    that answer for that question on its own, without outside knowledge. When the answer is empty, decide
+    whether the passage answers the question at all."""
 
     # Seed: VerDICt (001), Appendix C, Figure 8 (prompt I_V), V(q, p) of Eq. 10 and 20.
     question: str = dspy.InputField(desc="a disambiguated question")
-    answer: str = dspy.InputField()
+    answer: str = dspy.InputField(desc="may be empty for a sub-question without an answer")
     passage: str = dspy.InputField()
     supported: bool = dspy.OutputField(desc="true if the passage supports the answer")
 

@@ -16,9 +16,11 @@ from disambig.metrics.qa import answer_set_f1, exact_match, f1_pair, token_f1
 from disambig.metrics.ranking import ranking_scores
 from disambig.metrics.rouge import rouge_l
 
+# Interpretation questions name their distinguishing word ("men", "women"), which the D-F1 proxy looks for
+# near an answer (the ambiguous question "q" has none of them).
 GOALS = [
-    {"question": "men's?", "answers": ["Cristiano Ronaldo", "Ronaldo"]},
-    {"question": "women's?", "answers": ["Christine Sinclair"]},
+    {"question": "Men?", "answers": ["Cristiano Ronaldo", "Ronaldo"]},
+    {"question": "Women?", "answers": ["Christine Sinclair", "Sinclair"]},
 ]
 
 
@@ -52,10 +54,13 @@ def test_span_f1_finds_an_answer_inside_a_paragraph():
 
 
 def test_coverage_one_of_two_interpretations():
-    # long answer names Ronaldo only: 1 of 2 covered -> D-F1 0.5 ; one predicted answer, matches -> P = 1
-    cov = coverage(GOALS, [{"answer": "Cristiano Ronaldo"}], "Men: Cristiano Ronaldo.")
+    # long answer names Ronaldo next to "men" only: 1 of 2 covered -> D-F1 0.5. The predicted interpretation
+    # asks about men and answers Ronaldo -> it covers the men's reading -> P = 1/1
+    cov = coverage(GOALS, [{"question": "Men?", "answer": "Cristiano Ronaldo"}], "Men: Cristiano Ronaldo.", "q")
     assert (cov.recall, cov.precision) == (0.5, 1.0)
     assert cov.f1 == pytest.approx(2 / 3)
+    # the same answer under a question without "men" is not credited (question-aware): P = 0/1
+    assert coverage(GOALS, [{"question": "q", "answer": "Ronaldo"}], "", "q").precision == 0.0
     empty = coverage(GOALS, [], "")
     assert (empty.recall, empty.precision, empty.f1) == (0.0, 0.0, 0.0)
 
@@ -81,9 +86,11 @@ def test_dspy_metrics_read_common_fields():
     assert get_metric("d-f1")(ex, pred) == 1.0
     assert get_metric("rouge-l")(ex, pred) == 1.0
     assert get_metric("dr")(ex, pred) == 1.0
-    half = dspy.Prediction(interpretations=[], long_answer="Ronaldo.", passages=[])
-    # D-F1 0.5; ROUGE-L: reference tokens "men ronaldo women sinclair", LCS "ronaldo": P = 1, R = 1/4 -> F = 0.4
-    assert get_metric("dr")(ex, half) == pytest.approx(math.sqrt(0.5 * 0.4))
+    half = dspy.Prediction(interpretations=[], long_answer="Men: Ronaldo.", passages=[])
+    # D-F1 0.5 (men's only). ROUGE-Lsum: reference sentences "men: ronaldo." / "women: sinclair.", prediction
+    # "men: ronaldo."; union LCS 2 + 0 = 2 of 4 reference tokens: P = 2/2, R = 2/4 -> F = 2/3
+    assert get_metric("rouge-l")(ex, half) == pytest.approx(2 / 3)
+    assert get_metric("dr")(ex, half) == pytest.approx(math.sqrt(0.5 * 2 / 3))
     assert get_metric("d-f1")(ex, half, trace=object()) is True  # 0.5 passes when optimising
 
 
@@ -120,19 +127,22 @@ def test_answer_set_f1_one_vs_many_and_empty_clusters():
 
 
 def test_coverage_edge_cases():
+    men, women = {"question": "Men?"}, {"question": "Women?"}
     # an unanswerable gold interpretation counts in the total but is never covered: 1 of 2
     unanswerable = [GOALS[0], {"question": "in 2030?", "answers": []}]
-    assert coverage(unanswerable, [{"answer": "Ronaldo"}]).recall == 0.5
+    assert coverage(unanswerable, [{**men, "answer": "Ronaldo"}]).recall == 0.5
     # duplicate predicted answers each match: precision 2/2, recall 1/2
-    dup = coverage(GOALS, [{"answer": "Ronaldo"}, {"answer": "ronaldo"}])
+    dup = coverage(GOALS, [{**men, "answer": "Ronaldo"}, {**men, "answer": "ronaldo"}])
     assert (dup.recall, dup.precision, dup.matched_predictions) == (0.5, 1.0, 2)
     # blank predicted answers are not predictions; a wrong one lowers precision: 1 of 2 match
-    mixed = coverage(GOALS, [{"answer": ""}, {"answer": None}, {"answer": "Sinclair"}, {"answer": "Messi"}])
+    mixed = coverage(GOALS, [{"answer": ""}, {"answer": None}, {**women, "answer": "Sinclair"}, {"answer": "Messi"}])
     assert (mixed.predictions, mixed.precision) == (2, 0.5)
-    # "Sinclair" vs "Christine Sinclair": F1 2/3 >= 0.5 -> women's covered; 1 of 2
+    # "Sinclair" is an alias of the women's reading -> covered; 1 of 2
     assert mixed.recall == 0.5
+    # one token of the two-token alias "Christine Sinclair" is not enough (strict span rule): 0 of 1
+    assert coverage([{"question": "Women?", "answers": ["Christine Sinclair"]}], [{**women, "answer": "Sinclair"}]).recall == 0
     # one gold interpretation, one right prediction -> everything 1
-    single = coverage(GOALS[:1], [{"answer": "Cristiano Ronaldo"}])
+    single = coverage(GOALS[:1], [{**men, "answer": "Cristiano Ronaldo"}])
     assert (single.recall, single.precision, single.f1) == (1.0, 1.0, 1.0)
     assert coverage([], [{"answer": "x"}]).recall == 0.0
 
@@ -161,8 +171,15 @@ def test_registry_metrics_read_interpretations_before_the_long_answer():
     assert get_metric("em")(ex, pred) == 1.0 and get_metric("f1")(ex, pred) == 1.0
     # answer-f1: P = (0 + 1)/2, R = (0 + 1)/2 -> 0.5
     assert get_metric("answer-f1")(ex, pred) == pytest.approx(0.5)
-    # d-f1 reads the long answer too: both covered; d-precision 1 of 2 predicted answers
-    assert get_metric("d-f1")(ex, pred) == 1.0 and get_metric("d-precision")(ex, pred) == 0.5
+    # d-f1 reads the long answer too, but question-aware: neither the long answer "Cristiano Ronaldo" nor the
+    # question-less predictions mention "men"/"women" -> 0 covered; d-precision 0 of 2 predicted answers
+    assert get_metric("d-f1")(ex, pred) == 0.0 and get_metric("d-precision")(ex, pred) == 0.0
+    asked = dspy.Prediction(interpretations=[{"question": "Men?", "answer": "Messi"},
+                                             {"question": "Women?", "answer": "Christine Sinclair"}],
+                            long_answer="For men, Cristiano Ronaldo.", passages=[])
+    # men's covered by the long answer ("men" in its sentence), women's by the second reading -> 1.0;
+    # d-precision: Messi covers nothing, Sinclair covers women's -> 1/2
+    assert get_metric("d-f1")(ex, asked) == 1.0 and get_metric("d-precision")(ex, asked) == 0.5
     empty = dspy.Prediction(interpretations=[], long_answer="", passages=[])
     assert [get_metric(m)(ex, empty) for m in ("em", "f1", "answer-f1", "d-f1", "rouge-l", "dr")] == [0.0] * 6
 
@@ -171,5 +188,5 @@ def test_mrecall_registry_takes_any_positive_k():
     ex = dspy.Example(question="q", interpretations=GOALS, long_answers=[])
     pred = dspy.Prediction(interpretations=[], long_answer="", passages=[{"title": "", "text": "Ronaldo"}])
     assert get_metric("mrecall@1")(ex, pred) == 1.0 and get_metric("mrecall@5")(ex, pred) == 0.0
-    with pytest.raises(ConfigurationError, match="mrecall@K"):
+    with pytest.raises(ConfigurationError, match="any positive K"):
         get_metric("mrecall@0")

@@ -17,6 +17,7 @@ from disambig.cli import (
     lm_cmd,
     programs_cmd,
     retrieval_eval_cmd,
+    score_cmd,
     search_cmd,
     serve_cmd,
 )
@@ -29,6 +30,7 @@ app.command("ask")(ask_cmd.ask)
 app.command("programs")(programs_cmd.list_programs)
 app.command("eval")(eval_cmd.evaluate)
 app.command("compare")(eval_cmd.compare)
+app.command("score")(score_cmd.score)
 app.command("compile")(compile_cmd.compile_)
 app.command("serve")(serve_cmd.serve)
 app.add_typer(index_cmd.app, name="index")

@@ -1,0 +1,90 @@
+"""Score stored predictions (any system's) against a question set: the engine behind ``disambig score``.
+
+A prediction row is a JSON object with ``question`` (and ``id`` when known) and any of ``long_answer``,
+``answers`` (short answers), ``interpretations`` (``[{question, answer, passage_ids?}]``) and ``passages``
+(``[{id?, title, text}]``). Rows are matched to the dataset by ``id`` when the row has one the dataset knows,
+else by the question text (lower-cased, whitespace collapsed).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from disambig.evaluation.report import metric_means
+
+PREDICTION_FIELDS = ("long_answer", "answers", "interpretations", "passages")
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    """Corpus values by metric and each row's scores, in the order of the prediction rows."""
+
+    questions: int
+    metrics: dict[str, float]
+    per_question: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"questions": self.questions, "metrics": self.metrics, "per_question": self.per_question}
+
+
+def question_key(text: str) -> str:
+    return " ".join(str(text or "").lower().split())
+
+
+def match_rows(rows: list[dict[str, Any]], examples: list[Any]) -> list[Any]:
+    """The example each row answers (by id, else by question text); unmatched rows raise, naming a few."""
+    by_id = {str(ex.id): ex for ex in examples}
+    by_question = {question_key(ex.question): ex for ex in examples}
+    matched, missing = [], []
+    for number, row in enumerate(rows, start=1):
+        if "question" not in row:
+            raise ValueError(f"prediction row {number} has no 'question'; every row needs the question it answers")
+        example = by_id.get(str(row.get("id"))) if row.get("id") is not None else None
+        example = example or by_question.get(question_key(row["question"]))
+        if example is None:
+            missing.append(f"row {number} ({row.get('id') or row['question']!r})")
+        matched.append(example)
+    if missing:
+        shown = "; ".join(missing[:5]) + (f"; and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise ValueError(f"{len(missing)} prediction row(s) match no question of the dataset by id or question "
+                         f"text: {shown}. Score against the dataset they answer (--dataset)")
+    return matched
+
+
+def to_prediction(row: dict[str, Any]) -> Any:
+    """A ``dspy.Prediction`` with the common fields, empty where the row has none."""
+    import dspy
+
+    return dspy.Prediction(
+        long_answer=str(row.get("long_answer") or ""), answers=list(row.get("answers") or []),
+        interpretations=[dict(i) for i in row.get("interpretations") or []], passages=list(row.get("passages") or []),
+    )
+
+
+def score_predictions(rows: list[dict[str, Any]], examples: list[Any], metrics: dict[str, Any]) -> ScoreResult:
+    """Score every row with every metric; report corpus values as ``evaluation.report.metric_means`` does.
+
+    Args:
+        rows: prediction rows (see the module docstring).
+        examples: the question set, from ``disambig.data.load_dataset``.
+        metrics: metric callables by name (``metric(example, pred)``), including the inputs of corpus metrics
+            (``disambig.metrics.with_inputs``). A metric that raises stops the scoring: it is a bug or a
+            missing resource, never a property of one answer.
+    """
+    if not rows:
+        raise ValueError("no prediction rows to score; the file is empty")
+    matched = match_rows(rows, examples)
+    per_question = []
+    for row, example in zip(rows, matched, strict=True):
+        pred = to_prediction(row)
+        scores = {name: float(metric(example, pred)) for name, metric in metrics.items()}
+        per_question.append({"id": str(example.id), "question": example.question, "scores": scores})
+    means = metric_means([q["scores"] for q in per_question], list(metrics))
+    return ScoreResult(len(rows), means, per_question)
+
+
+def mean_of(per_question: list[dict[str, Any]], name: str) -> float:
+    """Plain mean of one metric over the rows (for comparisons with per-question reference values)."""
+    return statistics.fmean(q["scores"][name] for q in per_question)

@@ -1,0 +1,24 @@
+"""The metrics each dataset kind is scored with when the user names none (``disambig eval``/``score``).
+
+ASQA: the official scorer's STR-EM, ROUGE-L (rougeLsum) and corpus DR, with the token D-F1 proxy as DR's
+disambiguation input (``corpus.with_inputs(names, reader=True)`` swaps in the reader's ``disambig-f1``).
+AmbigNQ: AmbigQA's official answer-set F1, the D-F1 proxy, and the ADF authors' F1 and D-F1.
+"""
+
+from __future__ import annotations
+
+DEFAULT_METRICS: dict[str, list[str]] = {
+    "asqa": ["str-em", "rouge-l", "d-f1", "dr"],
+    "ambignq": ["ambigqa-f1", "d-f1", "adf-f1", "adf-d-f1"],
+}
+FALLBACK_METRICS = ["d-f1", "answer-f1"]
+
+
+def default_metrics(kind: str, reader: bool = False) -> list[str]:
+    """The default metric names for a dataset kind (``asqa``, ``ambignq``); other kinds get the fallback."""
+    from disambig.metrics.corpus import with_inputs
+
+    names = DEFAULT_METRICS.get(kind, FALLBACK_METRICS)
+    if reader and "d-f1" in names:
+        names = ["disambig-f1" if n == "d-f1" else n for n in names]
+    return with_inputs(names, reader=reader)
