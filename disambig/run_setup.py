@@ -9,12 +9,7 @@ from typing import Any
 from disambig.errors import ConfigurationError
 from disambig.settings import Settings
 
-DEFAULT_METRICS = {
-    "asqa": ("d-f1", "rouge-l", "dr", "answer-f1"),
-    "ambignq": ("d-f1", "answer-f1"),
-}
 RETRIEVAL_METRICS = ("mrecall@5",)
-FALLBACK_METRICS = ("d-f1", "answer-f1")
 
 
 @dataclass
@@ -84,8 +79,11 @@ def default_split(dataset: str) -> str:
 
 
 def default_metrics(data_format: str, with_retrieval: bool) -> list[str]:
-    """The metrics a dataset of ``data_format`` (``asqa``, ``ambignq``) reports when none are asked for."""
-    names = list(DEFAULT_METRICS.get(data_format, FALLBACK_METRICS))
+    """The metrics a dataset of ``data_format`` (``asqa``, ``ambignq``) reports when none are asked for: the
+    format's defaults (``disambig.metrics.default_metrics``), plus MRecall@5 for a program that retrieves."""
+    from disambig.metrics import default_metrics as format_defaults
+
+    names = format_defaults(data_format)
     return names + list(RETRIEVAL_METRICS) if with_retrieval else names
 
 

@@ -29,7 +29,7 @@ def test_eval_of_a_file_scores_every_row_with_its_formats_metrics_then_compare(s
     report = json.loads((out / "report.json").read_text())
     assert report["questions"] == 6 and report["params"]["split"] == "all"  # a file is evaluated whole
     assert set(default_metrics("asqa", with_retrieval=False)) == set(report["metrics"])
-    assert {"rouge-l", "dr"} <= set(report["metrics"])
+    assert {"str-em", "rouge-l", "dr"} <= set(report["metrics"]) and report["efficiency"]["lm_calls_per_q"] == 1
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert len(rows) == 6 and all(row["code"] == code_stamp() for row in rows)
     assert report["code"] == [code_stamp() | {"rows": 6}]
