@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+from disambig.signatures.adf import (
+    ClusterSubQuestion,
+    DistinguishingPassage,
+    EntityPassage,
+    Intent,
+    MultiIntentSynthesis,
+)
 from disambig.signatures.answer import ClosedBookAnswer, ConsolidateAnswer, Disambiguation, ExtractInterpretations
 from disambig.signatures.diva import ClassifyAmbiguity, PseudoInterpretations, VerifyRetrieval
 from disambig.signatures.judge import (
@@ -16,12 +23,17 @@ __all__ = [
     "AnswerSimilarity",
     "ClassifyAmbiguity",
     "ClosedBookAnswer",
+    "ClusterSubQuestion",
     "ConsolidateAnswer",
     "DeduplicateInterpretations",
     "Disambiguation",
+    "DistinguishingPassage",
+    "EntityPassage",
     "ExtractInterpretations",
+    "Intent",
     "InterpretationCovered",
     "MatchInterpretation",
+    "MultiIntentSynthesis",
     "PseudoInterpretations",
     "VerifyRetrieval",
     "VerifySupport",
