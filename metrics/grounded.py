@@ -125,19 +125,26 @@ def proxy_passages(example: Any, pred: Any) -> list[str]:
     return [passage_text(p) for p in source]
 
 
+def precision_counts(example: Any, pred: Any, judge: Judge) -> tuple[int, int]:
+    """(grounded, judged) predicted interpretations, with grounding verdicts only (no match calls)."""
+    verdicts = [grounded(p, example, pred, judge) for p in getattr(pred, "interpretations", []) or []]
+    return sum(bool(v) for v in verdicts), sum(v is not None for v in verdicts)
+
+
 def g_precision(example: Any, pred: Any, judge: Judge) -> float:
     """Share of (judged) predicted interpretations whose cited passages, else U_q, support them."""
-    return grounded_scores(example, pred, judge).precision
+    grounded_n, judged = precision_counts(example, pred, judge)
+    return grounded_n / judged if judged else 0.0
 
 
 def grounded_count(example: Any, pred: Any, judge: Judge) -> float:
     """How many predicted interpretations are grounded (for the micro G-Precision of the report)."""
-    return float(grounded_scores(example, pred, judge).grounded_predictions)
+    return float(precision_counts(example, pred, judge)[0])
 
 
 def judged_count(example: Any, pred: Any, judge: Judge) -> float:
     """How many predicted interpretations got a parsable grounding verdict."""
-    return float(grounded_scores(example, pred, judge).predictions)
+    return float(precision_counts(example, pred, judge)[1])
 
 
 def g_recall(example: Any, pred: Any, judge: Judge) -> float:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from disambig.metrics.aggregation import EPSILON, ace, aggregation_report, chunk_recall, nace
+from disambig.metrics.aggregation import ace, aggregation_report, chunk_recall, nace
 
 
 def test_ace_is_the_absolute_count_error():
@@ -26,10 +27,29 @@ def test_nace_normalises_by_the_gold_count():
     assert nace(12, 4) == pytest.approx(2.0)  # |12 - 4| / 4 = 2, above 1 when the error exceeds the truth
 
 
-def test_nace_with_an_empty_gold_set():
-    assert nace(0, 0) == 0.0  # right: 0 / eps
-    assert nace(1, 0) == pytest.approx(1 / EPSILON)  # any wrong count explodes, as the formula says
-    assert nace(1, 0, eps=0.5) == pytest.approx(2.0)
+def test_nace_with_an_empty_gold_set_divides_by_one():
+    assert nace(0, 0) == 0.0  # right
+    assert nace(1, 0) == 1.0  # |1 - 0| / 1, not 1 / eps (which would be 1e9)
+    assert nace(["a", "b", "c"], []) == 3.0  # three entities predicted for an empty gold set
+    assert nace(1, 0, eps=0.5) == 1.0  # eps only shifts non-zero gold counts
+    assert nace(3, 2, eps=0.5) == pytest.approx(0.4)  # |3 - 2| / 2.5
+
+
+@pytest.mark.parametrize(
+    ("predicted", "gold", "expected"),
+    [
+        ("11", 11, 0.0),  # a numeric string is a number, not 2 characters
+        (" 3.0 ", 5, 2.0),
+        (b"7", 5, 2.0),
+        (3.0, 5, 2.0),
+        (2.5, 5, 2.5),  # a float count is taken as it is
+        (np.int64(3), np.int32(5), 2.0),
+        (np.float64(6), 5, 1.0),
+        ({"x", "y"}, (1, 2, 3), 1.0),  # collections: distinct members
+    ],
+)
+def test_counts_accept_numbers_numeric_strings_and_collections(predicted, gold, expected):
+    assert ace(predicted, gold) == pytest.approx(expected)
 
 
 @pytest.mark.parametrize(
@@ -37,6 +57,14 @@ def test_nace_with_an_empty_gold_set():
     [
         (lambda: ace(-1, 3), "predicted=-1"),
         (lambda: nace(2, -3), "gold=-3"),
+        (lambda: ace("eleven", 11), "predicted='eleven' is not a numeric string"),
+        (lambda: ace("", 11), "predicted='' is not a numeric string"),
+        (lambda: ace(True, 1), "predicted=True is not a count"),
+        (lambda: ace(None, 1), "predicted=None is not a count"),
+        (lambda: ace(3, {"a": 1}), r"gold=\{'a': 1\} \(dict\) is not a count"),
+        (lambda: ace(float("nan"), 1), "predicted=nan is not a count"),
+        (lambda: ace(3, float("inf")), "gold=inf is not a count"),
+        (lambda: ace("-2", 1), "predicted=-2.0 is not a count"),
         (lambda: nace(2, 3, eps=0), "eps=0"),
         (lambda: chunk_recall(["c1"], []), "gold evidence is empty"),
     ],
@@ -62,6 +90,12 @@ def test_report_has_the_paper_table_columns():
     assert report.nace_median == pytest.approx(0.5)
     assert report.ace_mean == pytest.approx(4 / 3)  # (2 + 0 + 2) / 3
     assert report.recall == pytest.approx(0.5)  # (0.5 + 1 + 0) / 3
+
+
+def test_report_leaves_queries_without_gold_chunks_out_of_recall():
+    # query 2 has gold count 0 and no gold chunks: NACE = |1 - 0| / 1 = 1; recall over query 1 only (1/2)
+    report = aggregation_report([4, 1], [4, 0], [["c1"], []], [["c1", "c2"], []])
+    assert (report.nace_mean, report.recall, report.recall_queries) == (0.5, 0.5, 1)
 
 
 def test_report_needs_aligned_non_empty_lists():

@@ -13,11 +13,11 @@ import pytest
 from dspy.utils import DummyLM
 
 from disambig.errors import ConfigurationError
-from disambig.run_setup import judge_spec, resolve_metrics
 from disambig.lm.adapter import CompactJSONAdapter
 from disambig.metrics import JUDGE_METRICS, Judge, get_metric
 from disambig.metrics.adf_judge import disambiguation_score, references, response_text, similarity_score
 from disambig.metrics.grounded import grounded_scores
+from disambig.run_setup import judge_spec, resolve_metrics
 from disambig.settings import Settings
 
 QUESTION = "Who has scored the most international goals?"
@@ -43,10 +43,11 @@ SUPPORTED = [
     "answer: Christine Sinclair\npassage: Sinclair",  # G_WOMEN by d2
     "answer: Abby Wambach\npassage: Sinclair",  # G_BEFORE by d2
 ]
-# ... and the reading is among the candidates (all others: no).
+# ... and the sub-question is among the candidates (all others: no). I_M compares questions only.
 MATCHED = [
-    "interpretation: Men's record? ->",  # G_MEN is found among the grounded predictions
-    "interpretation: Who holds the men's record? ->",  # P_MEN is one of the grounded gold readings
+    "interpretation: Men's record?\n",  # G_MEN is among the predicted sub-questions
+    "interpretation: Women's record?\n",  # G_WOMEN too (P_MARTA asks it, with a wrong answer)
+    "interpretation: Who holds the men's record?\n",  # P_MEN is one of the gold sub-questions
 ]
 
 
@@ -58,9 +59,10 @@ def scripted_judge(supported=SUPPORTED, matched=MATCHED, extra=None) -> DummyLM:
     return DummyLM(script, adapter=CompactJSONAdapter())
 
 
-def example(*interpretations, evidence=(D1, D2), long_answers=()) -> dspy.Example:
+def example(*interpretations, evidence=(D1, D2), long_answers=(), **fields) -> dspy.Example:
     return dspy.Example(question=QUESTION, interpretations=list(interpretations), long_answers=list(long_answers),
-                        evidence=[{"title": e["title"], "text": e["text"]} for e in evidence]).with_inputs("question")
+                        evidence=[{"title": e["title"], "text": e["text"]} for e in evidence],
+                        **fields).with_inputs("question")
 
 
 def prediction(*interpretations, passages=(D1, D2, D3), long_answer="") -> dspy.Prediction:
@@ -68,26 +70,37 @@ def prediction(*interpretations, passages=(D1, D2, D3), long_answer="") -> dspy.
                            trace={})
 
 
-def test_grounded_scores_follow_the_paper_definition():
+def test_grounded_scores_follow_the_released_formula():
     ex = example(G_MEN, G_WOMEN, G_BEFORE, G_DAEI, G_UNANSWERABLE)
     pred = prediction(P_MEN, P_MARTA, P_FUTSAL)
     lm = scripted_judge()
     scores = grounded_scores(ex, pred, Judge(lm))
     # Predictions: P_MEN cites d1, which supports it -> 1. P_MARTA cites d2, which does not -> 0.
-    # P_FUTSAL cites nothing, so every retrieved passage is tried: d1 no, d2 no, d3 yes -> 1.
+    # P_FUTSAL cites nothing, so the proxy (the prediction's passages) is tried: d1 no, d2 no, d3 yes -> 1.
     # G-Precision = 2 / 3.
     assert (scores.grounded_predictions, scores.predictions) == (2, 3)
     assert scores.precision == pytest.approx(2 / 3)
-    # Gold, checked on evidence + retrieved passages (d1, d2, d3): MEN (d1), WOMEN (d2), BEFORE (d2) grounded;
-    # DAEI supported by none; UNANSWERABLE has no answer (no call). Grounded gold = 3.
-    # Covered gold: MEN matches P_MEN; WOMEN and BEFORE match no grounded prediction -> 1.
-    # Q-bar adds P_FUTSAL (grounded, matches no gold): |Q-bar| = 3 + 1 = 4, covered = 1 + 1 = 2 -> G-Recall 0.5.
-    assert (scores.covered, scores.grounded_total) == (2, 4)
+    # Gold is not grounded. M_R: MEN and WOMEN are among the predicted sub-questions (questions only, so
+    # P_MARTA's wrong answer does not matter); BEFORE, DAEI, 2030 are not -> 2 of 5.
+    # Added: grounded predictions matching no gold sub-question: P_FUTSAL (P_MEN matches) -> A = 1.
+    # G-R = (2 + 1) / (5 + 1) = 1/2 ; G-F1 = 2 * (2/3) * (1/2) / (2/3 + 1/2) = 4/7
+    assert (scores.covered, scores.grounded_total) == (3, 6)
     assert scores.recall == pytest.approx(0.5)
-    # G-F1 = 2 * (2/3) * (1/2) / (2/3 + 1/2) = (2/3) / (7/6) = 4/7
     assert scores.f1 == pytest.approx(4 / 7)
-    # 5 verify calls for predictions (1 + 1 + 3), 8 for gold (1 + 2 + 2 + 3), 3 + 2 match calls.
-    assert len(lm.history) == 18
+    # verify: 1 + 1 + 3; match: 5 gold + 2 grounded predictions
+    assert len(lm.history) == 12
+
+
+def test_paper_mode_grounds_the_gold_first():
+    ex = example(G_MEN, G_WOMEN, G_BEFORE, G_DAEI, G_UNANSWERABLE)
+    lm = scripted_judge(matched=[MATCHED[0], MATCHED[2]])
+    scores = grounded_scores(ex, prediction(P_MEN, P_MARTA, P_FUTSAL), Judge(lm), mode="paper")
+    # Gold grounded on evidence + proxy (d1, d2, d3): MEN (d1), WOMEN (d2), BEFORE (d2); DAEI none; 2030 is
+    # judged with an empty answer, unsupported -> 3 grounded gold. Covered by grounded predictions (P_MEN,
+    # P_FUTSAL): MEN only -> 1. Added: P_FUTSAL, one distinct -> G-R = (1 + 1) / (3 + 1) = 1/2
+    assert (scores.covered, scores.grounded_total) == (2, 4)
+    # verify 5 for predictions + gold 1 + 2 + 2 + 3 + 3 = 11; match 3 gold + 2 predictions
+    assert len(lm.history) == 21
 
 
 def test_registered_metrics_share_one_judge_and_its_verdicts():
@@ -95,10 +108,10 @@ def test_registered_metrics_share_one_judge_and_its_verdicts():
     lm = scripted_judge()
     judge = Judge(lm)
     values = {name: get_metric(name, judge_lm=judge)(ex, pred) for name in ("g-precision", "g-recall", "g-f1")}
-    assert values == pytest.approx({"g-precision": 2 / 3, "g-recall": 0.5, "g-f1": 4 / 7})
-    assert len(lm.history) == 18  # the second and third metric are answered from the memo
-    # when optimising, a metric is a pass/fail: 4/7 >= 0.5
-    assert get_metric("g-f1", judge_lm=judge)(ex, pred, trace=object()) is True
+    # G-R = (2 + 1) / (4 + 1) = 3/5 ; G-F1 = 2 * (2/3) * (3/5) / (2/3 + 3/5) = (4/5) / (19/15) = 12/19
+    assert values == pytest.approx({"g-precision": 2 / 3, "g-recall": 3 / 5, "g-f1": 12 / 19})
+    assert len(lm.history) == 11  # verify 5, match 4 + 2; the second and third metric come from the memo
+    assert get_metric("g-f1", judge_lm=judge)(ex, pred, trace=object()) is True  # 12/19 >= 0.5
 
 
 def test_the_judge_runs_on_its_own_lm_not_the_programs():
@@ -111,59 +124,46 @@ def test_the_judge_runs_on_its_own_lm_not_the_programs():
 
 
 def test_one_gold_one_prediction_that_agree():
-    # P_MEN grounded (1 call), G_MEN grounded (1 call), G_MEN found (1 call), P_MEN matches gold (1 call):
-    # P = 1/1, |Q-bar| = 1, covered 1 -> R = 1, F1 = 1
+    # P_MEN grounded (1 call); G_MEN found (1 call); P_MEN matches gold (1 call): P = 1, R = (1 + 0)/(1 + 0) = 1
     lm = scripted_judge()
     scores = grounded_scores(example(G_MEN), prediction(P_MEN), Judge(lm))
     assert (scores.precision, scores.recall, scores.f1) == (1.0, 1.0, 1.0)
-    assert len(lm.history) == 4
-
-
-def test_empty_prediction_scores_zero_and_only_grounds_the_gold():
-    lm = scripted_judge()
-    scores = grounded_scores(example(G_MEN, G_WOMEN), prediction(passages=()), Judge(lm))
-    # no predictions -> P = 0; gold grounded on evidence (d1, d2): MEN (1 call), WOMEN (2 calls);
-    # nothing was produced -> covered 0 of 2 -> R = 0, F1 = 0; no match call (nothing to match against)
-    assert (scores.precision, scores.recall, scores.f1) == (0.0, 0.0, 0.0)
-    assert scores.grounded_total == 2
     assert len(lm.history) == 3
 
 
-def test_closed_book_grounds_nothing():
-    # no passages, no citations: predictions are never supported (no call); no evidence: gold neither
+def test_empty_prediction_scores_zero_without_calls():
     lm = scripted_judge()
-    ex = example(G_MEN, evidence=())
-    scores = grounded_scores(ex, prediction(dict(P_MEN, passage_ids=[]), passages=()), Judge(lm))
-    assert (scores.precision, scores.recall, scores.grounded_total) == (0.0, 0.0, 0)
+    scores = grounded_scores(example(G_MEN, G_WOMEN), prediction(passages=()), Judge(lm))
+    # no predictions -> P = 0 (our per-question convention); nothing to match against -> R = 0/2
+    assert (scores.precision, scores.recall, scores.f1, scores.grounded_total) == (0.0, 0.0, 0.0, 2)
     assert lm.history == []
 
 
-def test_unanswerable_gold_and_unanswered_predictions_are_never_supported():
+def test_answerless_interpretations_are_judged_with_an_empty_answer():
+    # a pseudo-interpretation (no answer) is grounded when a passage answers its question (verdict.md 7.2 item 2)
+    lm = scripted_judge(supported=["answer: \npassage: Futsal"])
+    pseudo = {"question": "Who holds the futsal record?", "answer": "", "passage_ids": []}
+    assert get_metric("g-precision", judge_lm=lm)(example(G_MEN), prediction(pseudo)) == 1.0
+
+
+def test_a_shared_proxy_replaces_the_programs_own_passages():
+    # U_q given with the example (the same for every system): P_FUTSAL is grounded by d3 although the
+    # prediction retrieved only d1 (verdict.md 7.2 item 3)
     lm = scripted_judge()
-    no_answer = dict(P_MEN, answer="")
-    scores = grounded_scores(example(G_UNANSWERABLE), prediction(no_answer), Judge(lm))
-    # P = 0/1 (no answer to support), Q-bar empty -> R = 0; no judge call at all
-    assert (scores.precision, scores.recall, scores.grounded_total) == (0.0, 0.0, 0)
-    assert lm.history == []
+    ex = example(G_MEN, proxy_passages=[D3])
+    assert get_metric("g-precision", judge_lm=lm)(ex, prediction(P_FUTSAL, passages=(D1,))) == 1.0
+    assert get_metric("g-precision", judge_lm=lm)(example(G_MEN), prediction(P_FUTSAL, passages=(D1,))) == 0.0
 
 
-def test_duplicate_predictions_count_once_in_q_bar():
-    lm = scripted_judge(
-        supported=[*SUPPORTED, "answer: Falcao Futsal\npassage: Futsal"],
-        matched=[],
-        extra={"interpretations: [": {"unique": ["Who holds the futsal record?"]}},
-    )
-    near_duplicate = dict(P_FUTSAL, question="Who has the futsal record?", answer="Falcao Futsal")
-    pred = prediction(P_FUTSAL, dict(P_FUTSAL), near_duplicate)
-    scores = grounded_scores(example(G_MEN), pred, Judge(lm))
-    # all three grounded by d3 -> P = 3/3. G_MEN grounded, not found (no prediction matches it) -> covered 0.
-    # Added: the two identical futsal readings collapse before the dedup prompt; the judge says the remaining
-    # two questions are one -> 1 added. |Q-bar| = 1 + 1, covered = 0 + 1 -> R = 1/2
-    assert scores.precision == 1.0
-    assert (scores.covered, scores.grounded_total) == (1, 2)
-    assert scores.recall == pytest.approx(0.5)
-    # verify 3 + 0 (memo) + 3, gold 1, match 1 + 2 (the identical pair asked once), dedup 1
-    assert len(lm.history) == 11
+def test_unparseable_verdicts_are_skipped_and_counted():
+    lm = DummyLM({"passage: ": {"something": "else"}, "candidates: ": {"matched": False}},
+                 adapter=CompactJSONAdapter())
+    judge = Judge(lm)
+    assert judge.verify("q", "a", "p") is None
+    scores = grounded_scores(example(G_MEN), prediction(P_MEN), judge)
+    # the only prediction's verdict is unparsable -> left out: 0 judged, G-P 0 (not a negative verdict)
+    assert (scores.grounded_predictions, scores.predictions) == (0, 0)
+    assert judge.parse_failures == 2  # the direct call and P_MEN's (different inputs)
 
 
 @pytest.mark.parametrize("name", sorted(JUDGE_METRICS))
@@ -177,9 +177,20 @@ def test_unknown_metric_lists_judge_metrics_too():
         get_metric("g-f2", judge_lm=scripted_judge())
 
 
-def test_unparseable_judge_reply_is_a_negative_verdict():
-    lm = DummyLM({"passage: ": {"something": "else"}}, adapter=CompactJSONAdapter())
-    assert Judge(lm).verify("q", "a", "p") is False
+# VerDICt's ungrounded metrics
+
+
+def test_ungrounded_precision_recall_and_counts():
+    ex, pred = example(G_MEN, G_WOMEN, G_BEFORE), prediction(P_MEN, P_MARTA, P_FUTSAL)
+    lm = scripted_judge()
+    # u-precision: P_MEN matched, P_MARTA and P_FUTSAL not -> 1/3 ; u-recall: MEN, WOMEN of 3 -> 2/3
+    assert get_metric("u-precision", judge_lm=lm)(ex, pred) == pytest.approx(1 / 3)
+    assert get_metric("u-recall", judge_lm=lm)(ex, pred) == pytest.approx(2 / 3)
+    assert get_metric("num-interpretations")(ex, pred) == 3.0
+    dedup = DummyLM({"interpretations: [": {"unique": ["a", "b"]}}, adapter=CompactJSONAdapter())
+    # the judge keeps 2 distinct sub-questions of 3 -> sufficient@2 = 1, sufficient@3 = 0
+    assert get_metric("sufficient@2", judge_lm=dedup)(ex, pred) == 1.0
+    assert get_metric("sufficient@3", judge_lm=dedup)(ex, pred) == 0.0
 
 
 # ADF judge scores

@@ -140,7 +140,8 @@ def test_coverage_edge_cases():
     # "Sinclair" is an alias of the women's reading -> covered; 1 of 2
     assert mixed.recall == 0.5
     # one token of the two-token alias "Christine Sinclair" is not enough (strict span rule): 0 of 1
-    assert coverage([{"question": "Women?", "answers": ["Christine Sinclair"]}], [{**women, "answer": "Sinclair"}]).recall == 0
+    christine = [{"question": "Women?", "answers": ["Christine Sinclair"]}]
+    assert coverage(christine, [{**women, "answer": "Sinclair"}]).recall == 0
     # one gold interpretation, one right prediction -> everything 1
     single = coverage(GOALS[:1], [{**men, "answer": "Cristiano Ronaldo"}])
     assert (single.recall, single.precision, single.f1) == (1.0, 1.0, 1.0)
