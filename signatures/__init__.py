@@ -18,8 +18,10 @@ from disambig.signatures.judge import (
     MatchInterpretation,
     VerifySupport,
 )
+from disambig.signatures.verdict import AnswerReadings, ExecutionFeedback, RelaxQuery
 
 __all__ = [
+    "AnswerReadings",
     "AnswerSimilarity",
     "ClassifyAmbiguity",
     "ClosedBookAnswer",
@@ -29,12 +31,14 @@ __all__ = [
     "Disambiguation",
     "DistinguishingPassage",
     "EntityPassage",
+    "ExecutionFeedback",
     "ExtractInterpretations",
     "Intent",
     "InterpretationCovered",
     "MatchInterpretation",
     "MultiIntentSynthesis",
     "PseudoInterpretations",
+    "RelaxQuery",
     "VerifyRetrieval",
     "VerifySupport",
 ]
