@@ -18,6 +18,8 @@ def test_feedback_names_the_missed_interpretation():
 
 
 def test_gepa_metric_has_five_arguments_and_returns_score_and_feedback():
-    pred = dspy.Prediction(interpretations=[], long_answer="Christine Sinclair and Cristiano Ronaldo.", passages=[])
+    # d-f1 is question-aware: each answer sits in a sentence naming its reading ("women's", "men's")
+    pred = dspy.Prediction(interpretations=[], long_answer="In women's football, Christine Sinclair. In men's "
+                           "football, Cristiano Ronaldo.", passages=[])
     out = with_feedback(get_metric("d-f1"))(EXAMPLE, pred, None, "answer", None)
     assert out.score == 1.0 and "All 2 interpretations" in out.feedback
