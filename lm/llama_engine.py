@@ -8,17 +8,29 @@ returns parseable fields. One lock serialises calls: a llama context is not thre
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from disambig.errors import MissingDependencyError
+from dspy.utils.exceptions import ContextWindowExceededError
+
+from disambig.errors import MissingDependencyError, PromptTooLongError
 from disambig.lm.chunks import verify_or_discard
 from disambig.lm.schema import bounded_schema
 from disambig.lm.truncation import close_truncated_json
 
 SUPPORTED_PARAMS = frozenset({"temperature", "max_tokens", "stop", "seed", "top_p", "response_format"})
+TOO_LONG = re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)")
+
+
+class ContextWindowError(PromptTooLongError, ContextWindowExceededError):
+    """The project's ``PromptTooLongError`` that is also DSPy's ``ContextWindowExceededError``, so DSPy passes it
+    through unchanged (modules that shorten their history on it still can) and the CLI prints its one line."""
+
+    def __init__(self, message: str) -> None:
+        ContextWindowExceededError.__init__(self, message=message)
 
 
 @dataclass(frozen=True)
@@ -80,7 +92,14 @@ class LlamaEngine:
         kwargs = completion_kwargs(request.config)
         messages = chat_messages(request)
         with self._lock:
-            raw = self.llama.create_chat_completion(messages=messages, **kwargs)
+            llama = self.llama
+            try:
+                raw = llama.create_chat_completion(messages=messages, **kwargs)
+            except ValueError as exc:
+                too_long = _too_long(exc, llama, self.model_path)
+                if too_long is None:
+                    raise
+                raise too_long from None
         return to_response(raw, model=request.model)
 
     def stream(self, request: Any) -> Any:
@@ -93,6 +112,27 @@ class LlamaEngine:
             if self._llama is not None:
                 self._llama.close()
                 self._llama = None
+
+
+def _too_long(exc: ValueError, llama: Any, model_path: str) -> ContextWindowError | None:
+    """llama.cpp's "Requested tokens (N) exceed context window of M" as one line naming the limit and the fix."""
+    found = TOO_LONG.search(str(exc))
+    if found is None:
+        return None
+    tokens, window = int(found[1]), int(found[2])
+    trained = trained_context(llama)
+    wider = f"set DISAMBIG_CTX up to {trained:,} (this model's trained limit) or " if trained > window else ""
+    return ContextWindowError(
+        f"prompt of {tokens:,} tokens exceeds the {window:,}-token context window of {Path(model_path).name}; "
+        f"{wider}shorten the question, the passages or the demos"
+    )
+
+
+def trained_context(llama: Any) -> int:
+    """The context length the model was trained for (its GGUF metadata), as llama.cpp reports it."""
+    import llama_cpp
+
+    return int(llama_cpp.llama_model_n_ctx_train(llama.model))
 
 
 def _load_llama(model_path: str, threads: int, ctx: int) -> Any:

@@ -38,7 +38,10 @@ def read_manifest(state_path: Path) -> dict[str, Any]:
         raise ConfigurationError(f"artifact {str(state_path)!r} does not exist")
     if not manifest_path.is_file():
         raise ConfigurationError(f"no {MANIFEST} beside {str(state_path)!r}; an artifact is a state JSON + manifest")
-    entries = json.loads(manifest_path.read_text(encoding="utf-8"))
+    entries = read_json(manifest_path, "artifact manifest", "restore it from version control or recompile the artifact")
+    if not isinstance(entries, dict):
+        raise ConfigurationError(f"artifact manifest {str(manifest_path)!r} is not a JSON object; restore it from "
+                                 "version control or recompile the artifact")
     if state_path.stem not in entries:
         raise ConfigurationError(f"{str(manifest_path)!r} has no entry for {state_path.name!r}")
     return entries[state_path.stem]
@@ -52,10 +55,26 @@ def load_state_into(program: Any, state_path: Path, manifest: dict[str, Any]) ->
             f"artifact {str(state_path)!r} was compiled for structure {expected} but program "
             f"{manifest.get('program')!r} now has {actual} (predictors or fields changed); recompile it"
         )
-    state = json.loads(state_path.read_text(encoding="utf-8"))
+    recompile = (f"`disambig compile {manifest.get('program')} --dataset {manifest.get('dataset')} "
+                 f"--metric {manifest.get('metric')} --optimizer {manifest.get('optimizer')}`")
+    state = read_json(state_path, "compiled state", f"restore it from version control or recompile it with {recompile}")
+    if not isinstance(state, dict):
+        raise ConfigurationError(f"compiled state {str(state_path)!r} is not a JSON object of predictors; restore it "
+                                 f"from version control or recompile it with {recompile}")
     refuse_untrusted_lm_state(state, state_path)
     program.load(str(state_path))
     return program
+
+
+def read_json(path: Path, what: str, fix: str) -> Any:
+    """Parse a JSON file; a corrupted one is a ``ConfigurationError`` naming the file, the place and ``fix``."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConfigurationError(f"{what} {str(path)!r} is not valid JSON ({exc.msg} at line {exc.lineno} "
+                                 f"column {exc.colno}); {fix}") from None
+    except UnicodeDecodeError:
+        raise ConfigurationError(f"{what} {str(path)!r} is not UTF-8 text; {fix}") from None
 
 
 def refuse_untrusted_lm_state(state: dict[str, Any], state_path: Path) -> None:
