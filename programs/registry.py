@@ -38,6 +38,21 @@ PROGRAMS: dict[str, ProgramInfo] = {
         "DIVA: ambiguity typing, pseudo-interpretations, diversified + pruned retrieval, verification, adaptive answer",
         True,
     ),
+    "verdict": ProgramInfo(
+        "disambig.programs.verdict:VerDICt",
+        "VerDICt: relaxed query, one top-20 retrieval, one feedback call per passage (reading + answer or abstain), "
+        "HDBSCAN medoids citing their passage, long answer over them", True,
+    ),
+    "rac-top20": ProgramInfo(
+        "disambig.programs.rac_top20:RACTop20",
+        "VerDICt's RAC baseline: relaxed query, top-20 passages, readings and answers in one extraction call, long "
+        "answer", True,
+    ),
+    "dtv-pseudo": ProgramInfo(
+        "disambig.programs.dtv_pseudo:DtVPseudo",
+        "VerDICt's 'DtV - verification' baseline: DIVA's pseudo-interpretations themselves (no retrieval), answered "
+        "closed-book; DtV itself is diva", False,
+    ),
 }
 
 
