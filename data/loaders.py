@@ -111,7 +111,9 @@ def ambignq_interpretations(row: dict[str, Any], where: str) -> list[dict[str, A
 
 
 def dataset_format(name: str) -> str:
-    """``asqa`` or ``ambignq`` (``""`` for a hub set, not read here): the row format of a named set or JSONL file, recognised from its first row.
+    """``asqa`` or ``ambignq``: the row format of a named set or a JSONL file, told by its first row.
+
+    A hub set (``hf:NAME``) is not read here and gives ``""``.
 
     Raises:
         MalformedRowError: the first row is in neither format.

@@ -36,9 +36,10 @@ def prepare_run(
     resolve metrics, and configure the LM."""
     from disambig.data import load_dataset
     from disambig.data.loaders import dataset_format
+    from disambig.lm.runtime import build_lm, configure_dspy
+    from disambig.metrics import with_inputs
     from disambig.programs import PROGRAMS, build_program
     from disambig.programs import retriever_kind as default_kind
-    from disambig.lm.runtime import build_lm, configure_dspy
 
     info = PROGRAMS.get(program)
     if info is None:
@@ -53,7 +54,7 @@ def prepare_run(
 
         retriever = build_retriever(kind, corpus=corpus, settings=settings)
     module = load_compiled(artifact, program, retriever, settings) if artifact else build_program(program, retriever)
-    names = metric_names or default_metrics(dataset_format(dataset), with_retrieval=bool(kind))
+    names = with_inputs(metric_names) if metric_names else default_metrics(dataset_format(dataset), bool(kind))
     lm = build_lm(settings)
     metrics = resolve_metrics(names, settings, program_lm=lm)
     configure_dspy(lm)
@@ -62,8 +63,8 @@ def prepare_run(
 
 def load_compiled(artifact: str, program: str, retriever: Any, settings: Settings) -> Any:
     """The compiled program in ``artifact``; it must be a compile of ``program``."""
-    from disambig.optimizers.loading import load, resolve_state_path
     from disambig.optimizers.artifact import read_manifest
+    from disambig.optimizers.loading import load, resolve_state_path
 
     compiled_for = read_manifest(resolve_state_path(artifact)).get("program")
     if compiled_for != program:

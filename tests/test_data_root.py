@@ -12,7 +12,8 @@ from disambig.data import load_corpus, load_dataset
 from disambig.data import root as data_root
 from disambig.data.root import ENV_VAR, DataNotFoundError, find_named
 
-ROW = {"id": "x1", "question": "Where is it?", "qa_pairs": [{"question": "Where is the tower?", "short_answers": ["Paris"]}]}
+ROW = {"id": "x1", "question": "Where is it?",
+       "qa_pairs": [{"question": "Where is the tower?", "short_answers": ["Paris"]}]}
 
 
 def write_root(folder: Path) -> Path:

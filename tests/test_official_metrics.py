@@ -191,3 +191,17 @@ def test_score_command_writes_the_json(tmp_path):
     assert written["questions"] == 1 and written["per_question"][0]["id"] == "7"
     bad = CliRunner().invoke(app, ["score", str(predictions), "--dataset", str(dataset), "-m", "bleu"])
     assert bad.exit_code == 2 and "unknown metric 'bleu'" in bad.output
+
+
+def test_score_reads_an_eval_results_file_and_scores_a_failure_as_an_empty_answer(tmp_path, asqa_file):
+    results = tmp_path / "results.jsonl"
+    answer = {"long_answer": "The capital of Australia is Canberra.", "interpretations": [], "passages": []}
+    results.write_text(json.dumps({"id": "mini-4", "question": "What is the capital?", "prediction": answer,
+                                   "scores": {}, "error": None}) + "\n"
+                       + json.dumps({"id": "mini-1", "question": "Who wrote the novel about the white whale?",
+                                     "prediction": None, "scores": {}, "error": "ValueError: cut"}) + "\n")
+    out = tmp_path / "scores.json"
+    result = CliRunner().invoke(app, ["score", str(results), "--dataset", asqa_file, "-m", "str-em", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    # mini-4: the answer names Canberra, its one short answer (STR-EM 1); mini-1 failed: an empty answer scores 0
+    assert [q["scores"]["str-em"] for q in json.loads(out.read_text())["per_question"]] == [1.0, 0.0]

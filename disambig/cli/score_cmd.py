@@ -16,7 +16,8 @@ from disambig.cli.errors import user_errors
 @user_errors
 def score(
     predictions: Path = typer.Argument(..., help="JSONL: question (and id), plus long_answer / answers / "
-                                       "interpretations / passages.", exists=True, dir_okay=False),
+                                       "interpretations / passages; or an eval run's results.jsonl.",
+                                       exists=True, dir_okay=False),
     dataset: str = typer.Option(..., "--dataset", "-d", help="asqa, ambignq, or a JSONL file in their format."),
     metric: list[str] = typer.Option([], "--metric", "-m", help="Metric name (repeatable); default per dataset."),
     out: Path | None = typer.Option(None, "--out", help="Write {questions, metrics, per_question} JSON here."),
@@ -50,18 +51,29 @@ def read_predictions(path: Path) -> list[dict[str, Any]]:
             raise ValueError(f"{path}:{number}: not valid JSON ({exc.msg}); one JSON object per line") from None
         if not isinstance(row, dict):
             raise ValueError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
-        rows.append(row)
+        rows.append(flatten_result(row))
     return rows
+
+
+def flatten_result(row: dict[str, Any]) -> dict[str, Any]:
+    """A ``disambig eval`` results row (answer under ``prediction``; ``null`` for a failure, scored as an empty
+    answer) as a prediction row; any other row as it is."""
+    if "prediction" not in row:
+        return row
+    return {**(row["prediction"] or {}), "id": row.get("id"), "question": row.get("question")}
 
 
 def load_questions(dataset: str) -> tuple[list[Any], str]:
     """Every question of the dataset (split ``all``) and its kind (``asqa`` or ``ambignq``), told by its rows."""
     from disambig.data import load_dataset
+    from disambig.data.loaders import dataset_format
 
     examples = load_dataset(dataset, split="all")
     if not examples:
         raise ValueError(f"dataset {dataset!r} has no questions")
-    return examples, "asqa" if any(getattr(ex, "long_answers", None) for ex in examples) else "ambignq"
+    has_long_answers = any(getattr(ex, "long_answers", None) for ex in examples)
+    kind = dataset_format(dataset) or ("asqa" if has_long_answers else "ambignq")
+    return examples, kind
 
 
 def build_metrics(names: list[str], kind: str, reader: Path | None, judge_lm: str | None) -> dict[str, Any]:
