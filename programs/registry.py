@@ -53,6 +53,11 @@ PROGRAMS: dict[str, ProgramInfo] = {
         "VerDICt's 'DtV - verification' baseline: DIVA's pseudo-interpretations themselves (no retrieval), answered "
         "closed-book; DtV itself is diva", False,
     ),
+    "adf": ProgramInfo(
+        "disambig.programs.adf:ADF",
+        "ADF: coherence gate on the first retrieval, K-means clusters -> sub-questions + HyDE, RRF, structured "
+        "synthesis", True,
+    ),
 }
 
 
