@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from disambig.metrics.normalize import normalize
+from disambig.data.text import normalize
 
 
 def annotation_f1(clusters: list[list[str]], predictions: list[str]) -> float:

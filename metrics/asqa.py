@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from disambig.metrics.normalize import normalize
+from disambig.data.text import normalize
 from disambig.metrics.qa import token_f1
 from disambig.metrics.reader import QAReader
 

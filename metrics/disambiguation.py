@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from disambig.metrics.normalize import tokens
+from disambig.data.text import tokens
 from disambig.metrics.qa import f1_pair
 from disambig.metrics.sentences import rule_based_sentences
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from disambig.metrics.normalize import normalize
+from disambig.data.text import normalize
 
 
 def passage_text(passage: Any) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from disambig.metrics.normalize import normalize, tokens
+from disambig.data.text import normalize, tokens
 
 
 def exact_match(prediction: str, golds: Iterable[str]) -> float:

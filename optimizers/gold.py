@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from disambig.metrics.normalize import normalize
+from disambig.data.text import normalize
 from disambig.programs.context import format_passages
 from disambig.retrieval.passage import Passage
 from disambig.signatures import Disambiguation

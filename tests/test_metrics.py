@@ -7,11 +7,11 @@ import math
 import dspy
 import pytest
 
+from disambig.data.text import normalize
 from disambig.errors import ConfigurationError
 from disambig.metrics import get_metric
 from disambig.metrics.disambiguation import best_span_f1, coverage
 from disambig.metrics.mrecall import mrecall_at_k
-from disambig.metrics.normalize import normalize
 from disambig.metrics.qa import answer_set_f1, exact_match, f1_pair, token_f1
 from disambig.metrics.ranking import ranking_scores
 from disambig.metrics.rouge import rouge_l
