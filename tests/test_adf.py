@@ -214,3 +214,17 @@ def test_fit_gate_learns_thresholds_from_train_questions():
     program = ADF(None, **values)
     # spread: variance 0.5, separation 1; tight: 0 and 0 -> learned thresholds split them
     assert program.gate.predict(np.array([[0.5, 1.0], [0.0, 0.0]])).tolist() == [True, False]
+
+
+def test_ask_shows_the_gate_the_sub_questions_with_their_hyde_passages_and_the_answer():
+    from rich.console import Console
+
+    from disambig.cli.ask_cmd import _show
+
+    pred, _ = run(TableRetriever(corpus({"Men": 3, "Women": 3, "Club": 2, "Cricket": 2})))
+    console = Console(record=True, width=200)
+    _show(console, QUESTION, pred)
+    text = console.export_text()
+    assert "Gate: Ambiguous -> decomposed" in text and "separation" in text and "tau_var 0.25" in text
+    assert "(dropped)" in text and "Sub-questions" in text and "hyde Which Men?" in text
+    assert "Concise answer: Ronaldo" in text and "A: It depends on the reading." in text

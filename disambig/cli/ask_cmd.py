@@ -64,9 +64,44 @@ def _show(console: Console, question: str, prediction: object) -> None:
         console.print("[bold]Pseudo-interpretations:[/bold] " + " | ".join(notes["pseudo_interpretations"]))
     if "grade" in notes:
         console.print(f"[bold]Retrieval grade:[/bold] {notes['grade']} (verdicts {notes.get('verdicts')})")
+    if "statistics" in notes and "state" in notes:
+        _show_adf(console, notes, titles)
     console.print(f"[bold]Q:[/bold] {question}")
     console.print(f"[bold]A:[/bold] {prediction.long_answer}")
     console.print(
         f"LM calls {trace['lm_calls']} · tokens in {trace['input_tokens']} / out {trace['output_tokens']} · "
         f"retrieval calls {trace['retrieval_calls']} · {trace['seconds']:.2f} s"
     )
+
+
+def _show_adf(console: Console, notes: dict, titles: dict[str, str]) -> None:
+    """ADF's gate decision with its statistics, then each sub-question with its HyDE passage and cited titles."""
+    stats, tau = notes["statistics"], notes.get("thresholds", {})
+    route = "decomposed" if notes.get("decomposed") else "answered directly"
+    console.print(
+        f"[bold]Gate:[/bold] {notes['state']} -> {route} · variance {stats['variance']:.3f} · mean distance "
+        f"{stats['mean_distance']:.3f} · separation {stats['separation']:.3f} (tau_var {tau.get('tau_var')}, "
+        f"tau_sep {tau.get('tau_sep')}; {notes.get('profile')} profile, {stats['size']} passages)"
+    )
+    clusters = notes.get("clusters") or []
+    if clusters:
+        kept = sum(c["kept"] for c in clusters)
+        relevance = ", ".join(f"{c['relevance']:.2f}{'' if c['kept'] else ' (dropped)'}" for c in clusters)
+        console.print(f"[bold]Clusters:[/bold] k = {notes.get('k')}, {kept} kept · relevance {relevance}")
+    pathways = notes.get("pathways") or []
+    if pathways:
+        table = Table(title="Sub-questions")
+        for column in ("#", "sub-question", "HyDE passage", "cited"):
+            table.add_column(column)
+        for n, pathway in enumerate(pathways, 1):
+            ids = dict.fromkeys(pathway["direct"] + pathway["latent"])
+            cited = ", ".join(titles[i] for i in ids if i in titles)
+            hyde = pathway["hyde"] if len(pathway["hyde"]) <= 160 else pathway["hyde"][:160] + " ..."
+            table.add_row(str(n), pathway["sub_question"], hyde, cited)
+        console.print(table)
+    if notes.get("concise_answer"):
+        console.print(f"[bold]Concise answer:[/bold] {notes['concise_answer']}")
+    paper = notes.get("synthesis_only") or {}
+    if paper:
+        console.print(f"Synthesis call alone (the paper's count): tokens in {paper['input_tokens']} / "
+                      f"out {paper['output_tokens']}")
