@@ -73,7 +73,11 @@ def run_compile(
 
 def search_knobs(program_name: str, retriever: Any, trainset: list, metric: Any, budget: Budget,
                  trials: int) -> dict[str, Any]:
-    """Best knob values for the uncompiled program, scored on the train split."""
+    """Best knob values for the uncompiled program, scored on the train split.
+
+    A program class with ``fit_gate(retriever, trainset) -> {knob: value}`` (ADF's ambiguity gate) first fits
+    those knobs from the train split's labels; the search then covers the remaining knobs.
+    """
     import importlib
 
     from disambig.optimizers.compile import score
@@ -81,10 +85,12 @@ def search_knobs(program_name: str, retriever: Any, trainset: list, metric: Any,
     from disambig.programs import PROGRAMS, build_program
 
     module_name, _, class_name = PROGRAMS[program_name].target.partition(":")
-    space = knob_space(getattr(importlib.import_module(module_name), class_name))
-    best, _ = tune_knobs(lambda values: build_program(program_name, retriever=retriever, **values), space,
+    program_cls = getattr(importlib.import_module(module_name), class_name)
+    fitted = program_cls.fit_gate(retriever, trainset) if hasattr(program_cls, "fit_gate") else {}
+    space = {name: knob for name, knob in knob_space(program_cls).items() if name not in fitted}
+    best, _ = tune_knobs(lambda values: build_program(program_name, retriever=retriever, **fitted, **values), space,
                          lambda program: score(program, trainset, metric, budget.threads), trials, budget.seed)
-    return best
+    return fitted | best
 
 
 def ids_hash(examples: list[Any]) -> str:

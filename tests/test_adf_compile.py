@@ -1,0 +1,73 @@
+"""Compiling ADF with a scripted LM: ``--tune-knobs`` fits the ambiguity gate from the train labels before the
+knob search; labeled-fewshot shows gold synthesis demos; the artifact loads back into a working program."""
+
+from __future__ import annotations
+
+import dspy
+import numpy as np
+from program_fakes import scripted_lm
+from test_adf import QUESTION, RULES, AxisEmbedder, TableRetriever, corpus
+
+from disambig.lm.adapter import CompactJSONAdapter
+from disambig.optimizers.compile import CompileJob, compile_program
+from disambig.optimizers.gold import with_gold_fields
+from disambig.optimizers.loading import load
+from disambig.optimizers.recipes import Budget
+from disambig.optimizers.session import search_knobs
+from disambig.programs.adf import ADF
+
+SPREAD, TIGHT = corpus({"Men": 5, "Women": 5}), corpus({"Men": 10})
+
+
+def retriever() -> TableRetriever:
+    """"spread?" retrieves passages on two axes (ambiguous geometry), "tight?" on one; the embedder rides along."""
+    passages = SPREAD + [p for p in TIGHT if p.id not in {q.id for q in SPREAD}]
+    searcher = TableRetriever(passages, {"spread?": [p.id for p in SPREAD], "tight?": [p.id for p in TIGHT]})
+    searcher.embedder = AxisEmbedder(("Men",))
+    return searcher
+
+
+def example(question: str, readings: int, n: int = 0) -> dspy.Example:
+    interpretations = [{"question": f"Which {t}?", "answers": [f"{t} answer"]} for t in ("Men", "Women")[:readings]]
+    return dspy.Example(
+        id=f"{question}{n}", question=question, interpretations=interpretations,
+        long_answers=["Men answer for men; however Women answer for women."][: readings - 1] or ["Men answer."],
+        evidence=[{"title": "Men", "text": "Men answer is the record."}],
+    ).with_inputs("question")
+
+
+def configure() -> None:
+    lm, _ = scripted_lm(RULES)
+    dspy.configure(lm=lm, adapter=CompactJSONAdapter())
+
+
+def says_depends(ex, pred, trace=None):
+    return float("depends" in pred.long_answer)
+
+
+def test_tune_knobs_fits_the_gate_from_labels_then_searches_the_rest():
+    configure()
+    trainset = [example("spread?", 2), example("tight?", 1)]
+    knobs = search_knobs("adf", retriever(), trainset, says_depends, Budget(), trials=1)
+    assert {k: knobs[k] for k in ("tau_var", "tau_sep")} == ADF.fit_gate(retriever(), trainset)
+    assert set(knobs) == set(ADF.KNOBS)        # the gate's two thresholds fitted, every other knob searched
+    gate = ADF(None, tau_var=knobs["tau_var"], tau_sep=knobs["tau_sep"]).gate
+    # spread: variance 0.5, separation 1 (ambiguous); tight: 0, 0 -> the fitted gate separates them
+    assert gate.predict(np.array([[0.5, 1.0], [0.0, 0.0]])).tolist() == [True, False]
+
+
+def test_labeled_fewshot_compiles_saves_and_loads(tmp_path):
+    configure()
+    trainset = [with_gold_fields(example("spread?", 2, n)) for n in range(3)]
+    valset = [example("tight?", 1, 9)]
+    job = CompileJob("adf", "toy", "depends", "labeled-fewshot", Budget(demos=2), knobs={"tau_sep": 0.5})
+    program = ADF(retriever(), tau_sep=0.5)
+    result = compile_program(job, program, trainset, valset, says_depends, tmp_path, {"train": "a", "heldout": "b"})
+    assert result.before == result.after == 1.0
+    loaded = load(result.state_path, retriever=retriever())
+    assert loaded.settings["tau_sep"] == 0.5
+    demos = loaded.synthesize.demos
+    assert len(demos) == 2 and demos[0]["sub_questions"] == ["Which Men?", "Which Women?"]
+    assert "however" in demos[0]["long_answer"]
+    configure()
+    assert loaded(question=QUESTION).long_answer == "It depends on the reading."
