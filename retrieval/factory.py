@@ -10,6 +10,7 @@ from disambig.errors import ConfigurationError
 from disambig.retrieval.base import Progress
 from disambig.retrieval.bm25 import PREBUILT
 from disambig.retrieval.fusion import RRF_K
+from disambig.retrieval.progress import LoggedProgress
 from disambig.retrieval.store import build_index, index_dir, read_index
 
 logger = logging.getLogger(__name__)
@@ -36,7 +37,8 @@ def ensure_index(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = 
         embedder: the dense encoder (all-MiniLM-L6-v2 by default).
         force: rebuild even when the index exists.
         threads: Lucene indexing threads.
-        progress: called as ``progress(done, total)`` during the build.
+        progress: called as ``progress(done, total)`` during the build; by default the build logs its progress
+            (``disambig.retrieval.progress``) every few seconds.
     """
     _check_corpus(corpus, kind)
     if corpus.startswith(PREBUILT):
@@ -47,7 +49,9 @@ def ensure_index(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = 
     folder = index_path(kind, corpus, cache_dir, encoder)
     if folder.is_dir() and not force:
         return folder
-    logger.info("building %s index of %s in %s", kind, corpus, folder)
+    logger.info("building the %s index of %s in %s (once; later runs reuse it)", kind, corpus, folder)
+    progress = progress or LoggedProgress(f"{kind} index of {corpus}", "passages encoded" if kind == "dense"
+                                          else "passages indexed")
     if kind == "bm25":
         from disambig.retrieval.bm25 import write_lucene
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -62,4 +63,17 @@ def root(
 
 def main() -> None:
     """Console entry point."""
+    log_to_stderr()
     app()
+
+
+def log_to_stderr() -> None:
+    """The project's log lines at INFO and up (index build progress, resumed runs) go to stderr, one plain line
+    each, whether or not output is a terminal."""
+    project = logging.getLogger("disambig")
+    if not project.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        project.addHandler(handler)
+        project.setLevel(logging.INFO)
+        project.propagate = False  # a library that configures the root logger would print each line twice

@@ -60,6 +60,8 @@ def build_with_progress(console: Console, kind: str, corpus: str, settings: Any,
         folder = index_path(kind, corpus, settings.cache_dir, encoder)
         if folder.is_dir():
             return folder, False
+    if not console.is_terminal:  # a bar would only show once done; the build logs its progress lines instead
+        return ensure_index(kind, corpus, settings.cache_dir, encoder, force=True, threads=settings.threads), True
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console) as progress:
         task = progress.add_task(f"{kind} index of {corpus}", total=None)
