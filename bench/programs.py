@@ -16,7 +16,7 @@ import logging
 import time
 from pathlib import Path
 
-PROGRAMS = ("closed-book", "vanilla-rag", "dtv-no-verify", "diva", "iterative-rag")
+PROGRAMS = ("closed-book", "vanilla-rag", "per-reading-rag", "diva-no-adapt", "diva", "iterative-rag")
 DATASETS = ("asqa", "ambignq")
 METRICS = {
     "asqa": ("d-f1", "d-precision", "rouge-l", "dr", "answer-f1"),

@@ -1,28 +1,49 @@
-"""DIVA: diversify, verify, adapt (seed 002, Algorithm 1).
+"""DIVA: diversify, verify, adapt (seed 002, Algorithm 1), and its ablation without adaptive generation.
 
 1. type the ambiguity and infer pseudo-interpretations (two LM calls, eq. 3);
 2. first-stage candidates for the question; the union of each pseudo-interpretation's top-K candidates by
-   embedding similarity (eq. 4); prune to the top-K by mean relevance to all pseudo-interpretations (eq. 5);
-3. one verification call per pseudo-interpretation over the K passages (eq. 7) -> Useful / PartialUseful /
-   Useless;
+   embedding similarity (eq. 4); prune to the top-K by mean relevance to all pseudo-interpretations (eq. 5).
+   Candidates and similarity are VanillaRAG's reranker (``programs/rerank.py``), as in the paper;
+3. one verification call per pseudo-interpretation over the K passages (eq. 7), read as a probability of Yes
+   (token log-probabilities where the LM reports them, else the label); thresholds on those probabilities give
+   Useful / PartialUseful / Useless;
 4. RAC extract + consolidate from the passages, or a closed-book answer when they are Useless.
+
+Steps 1 and 3 run on the verifier LM when the run names one (``--verifier-lm``; the paper uses GPT-4 there).
+``DIVANoAdapt`` is the paper's "RAG + RD, no AG" row (Table 2): steps 1, 2 and RAC, without 3 and 4.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import dspy
 
-from disambig.programs.knobs import Knob
+from disambig.lm.usage import measured
+from disambig.lm.verifier import using_verifier
+from disambig.lm.yes_probability import logprob_config, yes_probability
 from disambig.programs.context import format_passages
 from disambig.programs.diversify import grade, prune, union_top_k
-from disambig.programs.interpret import PseudoInterpreter
+from disambig.programs.interpret import PseudoInterpreter, Readings
+from disambig.programs.knobs import Knob
 from disambig.programs.rac import RAC
+from disambig.programs.rerank import Reranker, embedder_of
 from disambig.programs.result import make_prediction
 from disambig.programs.seed_demos import predict
-from disambig.lm.usage import measured
 from disambig.signatures import ClosedBookAnswer, VerifyRetrieval
+
+__all__ = ["DIVA", "DIVANoAdapt", "Check", "diversify", "embedder_of"]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One verification: the LM's label, P(Yes), and where P(Yes) came from (``logprobs`` or ``label``)."""
+
+    verdict: str
+    probability: float
+    source: str
 
 
 class DIVA(dspy.Module):
@@ -35,6 +56,67 @@ class DIVA(dspy.Module):
         k: K, passages per pseudo-interpretation and after pruning (the paper's 5).
         first_stage: candidates retrieved for the question before diversification.
         max_readings: pseudo-interpretations kept (each costs one verification call).
+        useful_threshold: P(Yes) every pseudo-interpretation must reach for Useful.
+        partial_threshold: P(Yes) one pseudo-interpretation must reach for PartialUseful; below it for all of them
+            the passages are Useless and the answer is closed-book. 0.5 / 0.5 is the paper's all / some / none.
+    """
+
+    KNOBS = {"k": Knob(3, 8), "first_stage": Knob(20, 100, step=10), "max_readings": Knob(2, 6),
+             "useful_threshold": Knob(0.05, 0.95), "partial_threshold": Knob(0.01, 0.9)}
+
+    def __init__(self, retriever: Any, embedder: Any = None, k: int = 5, first_stage: int = 50,
+                 max_readings: int = 5, useful_threshold: float = 0.5, partial_threshold: float = 0.5) -> None:
+        super().__init__()
+        for name, value in (("useful_threshold", useful_threshold), ("partial_threshold", partial_threshold)):
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name}={value} must be a probability in [0, 1]")
+        self.retriever = retriever
+        self.reranker = Reranker(retriever, embedder, first_stage)
+        self.k = k
+        self.useful_threshold, self.partial_threshold = useful_threshold, partial_threshold
+        self.interpret = PseudoInterpreter(max_readings)
+        self.verify = predict(VerifyRetrieval)
+        self.rac = RAC()
+        self.closed_book = predict(ClosedBookAnswer)
+
+    def forward(self, question: str) -> dspy.Prediction:
+        with measured() as trace:
+            with using_verifier():
+                readings = self.interpret(question=question)
+            passages = diversify(self.reranker, question, readings.questions, self.k)
+            trace.retrieval_calls += 1
+            context = format_passages(passages)
+            with using_verifier():
+                checks = [self.check(context, q) for q in readings.questions]
+            quality = grade([c.probability for c in checks], self.useful_threshold, self.partial_threshold)
+            if quality == "Useless":
+                found, long_answer = [], self.closed_book(question=question).long_answer
+            else:
+                found, long_answer = self.rac(question=question, passages=passages)
+            trace.notes.update(reading_notes(readings))
+            trace.notes.update(grade=quality, verdicts=[c.verdict == "Yes" for c in checks],
+                               yes_probabilities=[round(c.probability, 4) for c in checks],
+                               probability_source=sorted({c.source for c in checks}),
+                               thresholds={"useful": self.useful_threshold, "partial": self.partial_threshold})
+        return make_prediction(found, long_answer, trace, passages)
+
+    def check(self, context: str, question: str) -> Check:
+        """Eq. 7 for one pseudo-interpretation, as a probability of Yes."""
+        result = self.verify(passages=context, question=question, config=logprob_config(dspy.settings.lm))
+        probability = yes_probability(getattr(result, "logprobs", None))
+        if probability is None:
+            return Check(result.verdict, 1.0 if result.verdict == "Yes" else 0.0, "label")
+        return Check(result.verdict, probability, "logprobs")
+
+    def diversify(self, question: str, readings: list[str]) -> list[Any]:
+        """Eq. 4-5 with this program's reranker and K."""
+        return diversify(self.reranker, question, readings, self.k)
+
+
+class DIVANoAdapt(dspy.Module):
+    """DIVA's retrieval diversification without verification or adaptive generation: RAC always answers.
+
+    Args: as ``DIVA`` (no thresholds).
     """
 
     KNOBS = {"k": Knob(3, 8), "first_stage": Knob(20, 100, step=10), "max_readings": Knob(2, 6)}
@@ -43,51 +125,35 @@ class DIVA(dspy.Module):
                  max_readings: int = 5) -> None:
         super().__init__()
         self.retriever = retriever
-        self.embedder = embedder
-        self.k, self.first_stage = k, first_stage
+        self.reranker = Reranker(retriever, embedder, first_stage)
+        self.k = k
         self.interpret = PseudoInterpreter(max_readings)
-        self.verify = predict(VerifyRetrieval)
         self.rac = RAC()
-        self.closed_book = predict(ClosedBookAnswer)
 
     def forward(self, question: str) -> dspy.Prediction:
         with measured() as trace:
-            readings = self.interpret(question=question)
-            passages = self.diversify(question, list(readings.questions))
+            with using_verifier():
+                readings = self.interpret(question=question)
+            passages = diversify(self.reranker, question, readings.questions, self.k)
             trace.retrieval_calls += 1
-            context = format_passages(passages)
-            verdicts = [self.verify(passages=context, question=q).verdict == "Yes" for q in readings.questions]
-            quality = grade(verdicts)
-            if quality == "Useless":
-                found, long_answer = [], self.closed_book(question=question).long_answer
-            else:
-                found, long_answer = self.rac(question=question, passages=passages)
-            trace.notes.update(grade=quality, verdicts=verdicts, types=list(readings.types),
-                               reason=readings.reason, pseudo_interpretations=list(readings.questions))
+            found, long_answer = self.rac(question=question, passages=passages)
+            trace.notes.update(reading_notes(readings))
         return make_prediction(found, long_answer, trace, passages)
 
-    def diversify(self, question: str, readings: list[str]) -> list[Any]:
-        """Eq. 4-5: candidates for the question, union of top-K per reading, pruned to K by mean relevance."""
-        candidates = self.retriever.search(question, min(self.first_stage, self.retriever.size))
-        if not candidates:
-            return []
-        encoder = self.encoder()
-        vectors = encoder.encode([f"{p.title}: {p.text}" if p.title else p.text for p in candidates])
-        similarity = encoder.encode(readings) @ vectors.T
-        return [candidates[i] for i in prune(similarity, union_top_k(similarity, self.k), self.k)]
 
-    def encoder(self) -> Any:
-        if self.embedder is None:
-            self.embedder = embedder_of(self.retriever)
-        return self.embedder
+def diversify(reranker: Reranker, question: str, readings: Sequence[str], k: int) -> list[Any]:
+    """Eq. 4-5: the question's candidates, union of top-``k`` per reading, pruned to ``k`` by mean relevance.
+
+    With one reading equal to the question this is exactly ``reranker.search(question, k)``, VanillaRAG's passages.
+    """
+    candidates = reranker.candidates(question)
+    if not candidates:
+        return []
+    similarity = reranker.similarity(list(readings), candidates)
+    return [candidates[i] for i in prune(similarity, union_top_k(similarity, k), k)]
 
 
-def embedder_of(retriever: Any) -> Any:
-    """The dense encoder a retriever already holds (dense and hybrid expose ``embedder``), else a new
-    all-MiniLM-L6-v2."""
-    embedder = getattr(retriever, "embedder", None)
-    if embedder is not None:
-        return embedder
-    from disambig.retrieval.embedder import Embedder
-
-    return Embedder()
+def reading_notes(readings: Readings) -> dict[str, Any]:
+    """What the trace records of the pseudo-interpretation step (``typing_failures`` sums over a results file)."""
+    return {"types": list(readings.types), "reason": readings.reason,
+            "pseudo_interpretations": list(readings.questions), "typing_failures": int(readings.typing_failed)}

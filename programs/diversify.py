@@ -1,11 +1,13 @@
 """DIVA's numeric steps: diversified union of passages, pruning by mean relevance, and the retrieval grade.
 
 Seed: DIVA (002), eq. 4 (union of top-K per pseudo-interpretation), eq. 5 (mean cosine relevance to all
-pseudo-interpretations), eq. 7 and section 3.3 (Useful / PartialUseful / Useless).
+pseudo-interpretations), eq. 7 and section 3.3 (Useful / PartialUseful / Useless, here from thresholds on each
+pseudo-interpretation's probability of Yes).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
@@ -50,10 +52,16 @@ def prune(similarity: np.ndarray, pool: list[int], k: int) -> list[int]:
     return sorted(pool, key=lambda i: (-scores[i], pool.index(i)))[:k]
 
 
-def grade(verdicts: list[bool]) -> Grade:
-    """Useful when every pseudo-interpretation is answered by the passages, Useless when none is."""
-    if verdicts and all(verdicts):
+def grade(yes_probabilities: Sequence[float], useful: float = 0.5, partial: float = 0.5) -> Grade:
+    """Section 3.3's grade from each pseudo-interpretation's P(Yes) (a verdict counts as 1.0 or 0.0).
+
+    Useful when every probability reaches ``useful``; otherwise PartialUseful when some reaches ``partial``;
+    otherwise (or with no readings) Useless. At 0.5 / 0.5 on Yes/No verdicts this is the paper's rule: all Yes,
+    some Yes, none.
+    """
+    probabilities = [float(p) for p in yes_probabilities]
+    if probabilities and min(probabilities) >= useful:
         return "Useful"
-    if any(verdicts):
+    if probabilities and max(probabilities) >= partial:
         return "PartialUseful"
     return "Useless"

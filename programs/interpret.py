@@ -1,13 +1,18 @@
 """Pseudo-interpretations: type the question's ambiguity, then rewrite it into specific questions.
 
-Seed: DIVA (002), eq. 3: two separate LM calls (typing with prompt I_a, then rewriting with I_p).
+Seed: DIVA (002), eq. 3: two separate LM calls, typing with prompt I_a, then rewriting with I_p from the typing
+step's output. The rewrite step reads the types and the reason together, in Table 7's own form
+("Types: [AmbSub]. The subject ..."). Typing only informs the rewrite, so an unparseable typing answer does not
+end the question: it degrades to ``N/A`` with no reason, and the failure is counted.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import dspy
+from dspy.utils.exceptions import AdapterParseError
 
 from disambig.data.text import normalize
 from disambig.programs.seed_demos import predict
@@ -16,11 +21,12 @@ from disambig.signatures import ClassifyAmbiguity, PseudoInterpretations
 
 @dataclass(frozen=True)
 class Readings:
-    """The typing step's types and reason, and the pseudo-interpretations (never empty)."""
+    """The typing step's types and reason, the pseudo-interpretations (never empty), and whether typing failed."""
 
     types: tuple[str, ...]
     reason: str
     questions: tuple[str, ...]
+    typing_failed: bool = False
 
 
 class PseudoInterpreter(dspy.Module):
@@ -33,10 +39,25 @@ class PseudoInterpreter(dspy.Module):
         self.rewrite = predict(PseudoInterpretations)
 
     def forward(self, question: str) -> Readings:
-        typed = self.classify(question=question)
-        rewritten = self.rewrite(question=question, reason=typed.reason)
+        types, reason, failed = self.ambiguity(question)
+        rewritten = self.rewrite(question=question, reason=typed_reason(types, reason))
         questions = distinct(rewritten.sub_questions or [], self.max_readings) or (question,)
-        return Readings(tuple(typed.types or ()), typed.reason, questions)
+        return Readings(types, reason, questions, failed)
+
+    def ambiguity(self, question: str) -> tuple[tuple[str, ...], str, bool]:
+        """``(types, reason, failed)``: the typing step's answer, or ``(("N/A",), "", True)`` when it cannot be
+        parsed (a reason cut by the token limit leaves the required types missing)."""
+        try:
+            typed = self.classify(question=question)
+        except AdapterParseError:
+            return ("N/A",), "", True
+        return tuple(typed.types or ("N/A",)), (typed.reason or "").strip(), False
+
+
+def typed_reason(types: Sequence[str], reason: str) -> str:
+    """The typing step's answer as the rewrite step reads it, in Table 7's form: ``Types: [AmbSub]. <reason>``."""
+    labels = ", ".join(f"[{t}]" for t in types) or "[N/A]"
+    return f"Types: {labels}. {reason}".strip()
 
 
 def distinct(questions: list[str], limit: int) -> tuple[str, ...]:

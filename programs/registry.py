@@ -29,14 +29,20 @@ PROGRAMS: dict[str, ProgramInfo] = {
         "disambig.programs.iterative_rag:IterativeRAG",
         "tree of clarifications: readings become the next level's queries (depth 3, 10 nodes)", True,
     ),
-    "dtv-no-verify": ProgramInfo(
-        "disambig.programs.dtv:DtVNoVerify", "pseudo-interpretations, retrieval per reading, RAC (no verification)",
-        True,
+    "per-reading-rag": ProgramInfo(
+        "disambig.programs.per_reading_rag:PerReadingRAG",
+        "pseudo-interpretations, one corpus retrieval per reading, round-robin top-5, RAC (no pruning, no "
+        "verification)", True,
     ),
     "diva": ProgramInfo(
         "disambig.programs.diva:DIVA",
         "DIVA: ambiguity typing, pseudo-interpretations, diversified + pruned retrieval, verification, adaptive answer",
         True,
+    ),
+    "diva-no-adapt": ProgramInfo(
+        "disambig.programs.diva:DIVANoAdapt",
+        "DIVA's RAG + RD ablation: pseudo-interpretations, diversified + pruned retrieval, RAC (no verification, no "
+        "adaptive answer)", True,
     ),
     "verdict": ProgramInfo(
         "disambig.programs.verdict:VerDICt",
@@ -61,6 +67,17 @@ PROGRAMS: dict[str, ProgramInfo] = {
 }
 
 
+RENAMED: dict[str, str] = {"dtv-no-verify": "per-reading-rag"}
+"""Former program names and the name each program is registered under now."""
+
+
+def unknown_program(name: str) -> ConfigurationError:
+    """The error for an unregistered ``name``: the new name of a renamed program, else the registered names."""
+    if name in RENAMED:
+        return ConfigurationError(f"program {name!r} was renamed {RENAMED[name]!r}; use --program {RENAMED[name]}")
+    return ConfigurationError(f"unknown program {name!r}; registered programs: {', '.join(sorted(PROGRAMS))}")
+
+
 def retriever_kind(name: str, requested: str | None = None) -> str:
     """The retriever a run of program ``name`` uses: ``requested``, else hybrid if it needs one, else ""."""
     info = PROGRAMS.get(name)
@@ -71,7 +88,7 @@ def build_program(name: str, retriever: Any = None, **kwargs: Any) -> Any:
     """Instantiate the program registered as ``name``."""
     info = PROGRAMS.get(name)
     if info is None:
-        raise ConfigurationError(f"unknown program {name!r}; registered programs: {', '.join(sorted(PROGRAMS))}")
+        raise unknown_program(name)
     if info.needs_retriever and retriever is None:
         raise ConfigurationError(f"program {name!r} needs a retriever; pass --retriever bm25|dense|hybrid")
     module_name, _, class_name = info.target.partition(":")

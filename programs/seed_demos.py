@@ -30,7 +30,9 @@ LONG_ANSWER = (
 
 DEMOS: dict[str, list[dict]] = {
     "ClassifyAmbiguity": [{"question": QUESTION, "reason": REASON, "types": ["AmbSub"]}],
-    "PseudoInterpretations": [{"question": QUESTION, "reason": REASON, "sub_questions": [MEN, WOMEN]}],
+    "PseudoInterpretations": [
+        {"question": QUESTION, "reason": f"Types: [AmbSub]. {REASON}", "sub_questions": [MEN, WOMEN]}
+    ],
     "ExtractInterpretations": [{"passages": PASSAGES, "question": QUESTION, "disambiguations": PAIRS}],
     "ConsolidateAnswer": [
         {"passages": PASSAGES, "question": QUESTION, "disambiguations": PAIRS, "long_answer": LONG_ANSWER}

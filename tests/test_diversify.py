@@ -53,3 +53,18 @@ def test_k_must_be_positive(k):
         union_top_k(SIM, k)
     with pytest.raises(ValueError, match="at least 1"):
         prune(SIM, [0], k)
+
+
+@pytest.mark.parametrize(
+    ("probabilities", "useful", "partial", "expected"),
+    [
+        ([0.9, 0.7], 0.6, 0.3, "Useful"),  # min 0.7 >= 0.6
+        ([0.9, 0.5], 0.6, 0.3, "PartialUseful"),  # min 0.5 < 0.6, max 0.9 >= 0.3
+        ([0.25, 0.1], 0.6, 0.3, "Useless"),  # max 0.25 < 0.3
+        ([0.25, 0.1], 0.6, 0.2, "PartialUseful"),  # a lower partial threshold lets 0.25 through
+        ([0.04], 0.05, 0.01, "PartialUseful"),  # one reading: below useful, above partial
+        ([0.3, 0.45], 0.5, 0.5, "Useless"),  # the paper's rule: no reading reaches 0.5
+    ],
+)
+def test_grade_from_probabilities_and_thresholds(probabilities, useful, partial, expected):
+    assert grade(probabilities, useful=useful, partial=partial) == expected

@@ -121,7 +121,153 @@ def test_citation_out_of_range_keeps_the_answer_without_a_passage():
     ]
 
 
-@pytest.mark.parametrize("name", ["diva", "vanilla-rag", "iterative-rag", "dtv-no-verify"])
+@pytest.mark.parametrize("name", ["diva", "diva-no-adapt", "vanilla-rag", "iterative-rag", "per-reading-rag"])
 def test_retrieval_programs_need_a_retriever(name):
     with pytest.raises(ValueError, match="needs a retriever"):
         build_program(name)
+
+
+class LogprobEngine:
+    """A scripted engine that also reports token log-probabilities: the verifier's decision token carries
+    P(Yes) = ``yes[reading]`` among its alternatives."""
+
+    supports_response_schema = True
+    supported_params = frozenset({"temperature", "max_tokens", "response_format", "logprobs", "top_logprobs"})
+
+    def __init__(self, rules: dict, yes: dict[str, float]) -> None:
+        from program_fakes import ScriptedEngine
+
+        self.scripted, self.yes, self.asked = ScriptedEngine(rules), yes, []
+
+    def complete(self, request):
+        import math
+        from dataclasses import replace
+
+        from dspy.lm15 import TokenLogprob, TopLogprob
+
+        response = self.scripted.complete(request)
+        self.asked.append(request.config.logprobs)
+        if request.config.logprobs is None or not self.scripted.calls[-1][0].startswith("Do the passages"):
+            return response
+        p = self.yes[self.scripted.calls[-1][1].rsplit("question: ", 1)[1].strip()]
+        chosen = "Yes" if p >= 0.5 else "No"
+        # '{"verdict": "' then the decision token; "Y" and "No." are more spellings of the two answers
+        top = (TopLogprob("Yes", math.log(p * 0.8)), TopLogprob("Y", math.log(p * 0.2)),
+               TopLogprob("No", math.log((1 - p) * 0.9)), TopLogprob("No.", math.log((1 - p) * 0.1)),
+               TopLogprob("Maybe", math.log(0.01)))
+        tokens = (TokenLogprob('{"', 0.0), TokenLogprob("verdict", 0.0), TokenLogprob('": "', 0.0),
+                  TokenLogprob(chosen, top[0 if chosen == "Yes" else 2].logprob, top=top), TokenLogprob('"}', 0.0))
+        return replace(response, logprobs=tokens)
+
+    def stream(self, request):
+        from dspy.lm15 import response_to_events
+
+        return response_to_events(self.complete(request))
+
+    def close(self) -> None:
+        pass
+
+
+def run_calibrated(yes: dict[str, float], **knobs):
+    engine = LogprobEngine(rules({r: "Yes" if p >= 0.5 else "No" for r, p in yes.items()}), yes)
+    dspy.configure(lm=dspy.LM("scripted/logprobs", engine=engine, cache=False, num_retries=0),
+                   adapter=CompactJSONAdapter())
+    program = build_program("diva", retriever=FakeRetriever(), embedder=FakeEmbedder(), k=2, **knobs)
+    return program(question=QUESTION), engine
+
+
+def test_the_verifiers_probability_of_yes_comes_from_the_decision_tokens_alternatives():
+    pred, engine = run_calibrated({MEN: 0.3, WOMEN: 0.8})
+    notes = pred.trace["notes"]
+    assert notes["yes_probabilities"] == [0.3, 0.8] and notes["probability_source"] == ["logprobs"]
+    assert notes["verdicts"] == [False, True]  # the labels the LM wrote
+    assert [a for a in engine.asked if a is not None] == [20, 20]  # asked only for the verification calls
+
+
+@pytest.mark.parametrize(
+    ("yes", "useful", "partial", "expected", "last_step"),
+    [
+        ({MEN: 0.3, WOMEN: 0.8}, 0.5, 0.5, "PartialUseful", "Write"),  # the paper's rule on the labels
+        ({MEN: 0.3, WOMEN: 0.8}, 0.25, 0.1, "Useful", "Write"),  # min 0.3 >= 0.25
+        ({MEN: 0.3, WOMEN: 0.4}, 0.5, 0.5, "Useless", "Without"),  # no reading reaches 0.5
+        ({MEN: 0.3, WOMEN: 0.4}, 0.5, 0.35, "PartialUseful", "Write"),  # 0.4 >= 0.35: answer from the passages
+        ({MEN: 0.1, WOMEN: 0.2}, 0.5, 0.35, "Useless", "Without"),
+    ],
+)
+def test_thresholds_on_the_probability_decide_the_grade_and_the_answer_path(yes, useful, partial, expected,
+                                                                           last_step):
+    pred, engine = run_calibrated(yes, useful_threshold=useful, partial_threshold=partial)
+    assert pred.trace["notes"]["grade"] == expected
+    assert pred.trace["notes"]["thresholds"] == {"useful": useful, "partial": partial}
+    assert engine.scripted.calls[-1][0].split()[0] == last_step
+
+
+def test_without_log_probabilities_the_label_is_the_probability():
+    pred, _ = run_diva({MEN: "Yes", WOMEN: "No"})
+    notes = pred.trace["notes"]
+    assert notes["yes_probabilities"] == [1.0, 0.0] and notes["probability_source"] == ["label"]
+
+
+@pytest.mark.parametrize("knob", ["useful_threshold", "partial_threshold"])
+def test_thresholds_are_tunable_knobs_and_checked(knob):
+    from disambig.programs.diva import DIVA
+
+    assert knob in DIVA.KNOBS and not DIVA.KNOBS[knob].is_int
+    with pytest.raises(ValueError, match=knob):
+        build_program("diva", retriever=FakeRetriever(), embedder=FakeEmbedder(), **{knob: 1.5})
+
+
+def test_a_typing_answer_that_cannot_be_parsed_degrades_to_na_and_the_question_is_answered():
+    broken = rules({MEN: "Yes", WOMEN: "Yes"})
+    broken["Decide why a question may be ambiguous"] = lambda _: {"reason": "the subject 'Who' may be " * 20}
+    lm, engine = scripted_lm(broken)
+    dspy.configure(lm=lm, adapter=CompactJSONAdapter())
+    pred = build_program("diva", retriever=FakeRetriever(), embedder=FakeEmbedder(), k=2)(question=QUESTION)
+    notes = pred.trace["notes"]
+    assert notes["types"] == ["N/A"] and notes["reason"] == "" and notes["typing_failures"] == 1
+    assert pred.long_answer == "Ronaldo (men), Sinclair."
+    rewrite_input = next(user for phrase, user in engine.calls if phrase.startswith("Rewrite"))
+    assert rewrite_input.endswith(f"question: {QUESTION}\nreason: Types: [N/A].")
+
+
+def test_the_rewrite_step_reads_the_types_with_the_reason():
+    pred, engine = run_diva({MEN: "Yes", WOMEN: "Yes"})
+    rewrite_input = next(user for phrase, user in engine.calls if phrase.startswith("Rewrite"))
+    assert rewrite_input.endswith("reason: Types: [AmbSub]. 'Who' may be men or women")
+    assert pred.trace["notes"]["typing_failures"] == 0
+
+
+def test_vanilla_rag_and_diva_share_candidates_and_reranker():
+    # with one pseudo-interpretation equal to the question, eq. 4-5 give exactly VanillaRAG's passages
+    one = rules({QUESTION: "Yes"})
+    one["Rewrite the ambiguous question"] = lambda _: {"sub_questions": [QUESTION]}
+    lm, _ = scripted_lm(one)
+    dspy.configure(lm=lm, adapter=CompactJSONAdapter())
+    kwargs = {"retriever": FakeRetriever(), "embedder": FakeEmbedder(), "k": 3, "first_stage": 6}
+    diva = build_program("diva", **kwargs)(question=QUESTION)
+    vanilla = build_program("vanilla-rag", **kwargs)(question=QUESTION)
+    assert [p["id"] for p in diva.passages] == [p["id"] for p in vanilla.passages]
+
+
+def test_diva_without_adaptive_generation_always_answers_from_the_diversified_passages():
+    lm, engine = scripted_lm(rules({MEN: "No", WOMEN: "No"}))
+    dspy.configure(lm=lm, adapter=CompactJSONAdapter())
+    ablation = build_program("diva-no-adapt", retriever=FakeRetriever(), embedder=FakeEmbedder(), k=2)
+    pred = ablation(question=QUESTION)
+    assert steps(engine) == ["Decide", "Rewrite", "Using", "Write"]
+    full, _ = run_diva({MEN: "Yes", WOMEN: "Yes"})
+    assert [p["id"] for p in pred.passages] == [p["id"] for p in full.passages]
+    assert "grade" not in pred.trace["notes"] and pred.trace["notes"]["pseudo_interpretations"] == [MEN, WOMEN]
+
+
+def test_a_verifier_lm_runs_the_rewriting_and_verification_steps(monkeypatch):
+    from disambig.lm import verifier
+
+    main_lm, main = scripted_lm(rules({MEN: "No", WOMEN: "No"}))
+    judge_lm, judge = scripted_lm(rules({MEN: "Yes", WOMEN: "Yes"}))
+    monkeypatch.setattr(verifier, "verifier_lm", lambda: judge_lm)
+    dspy.configure(lm=main_lm, adapter=CompactJSONAdapter())
+    pred = build_program("diva", retriever=FakeRetriever(), embedder=FakeEmbedder(), k=2)(question=QUESTION)
+    assert steps(judge) == ["Decide", "Rewrite", "Do", "Do"]
+    assert steps(main) == ["Using", "Write"] and pred.trace["notes"]["grade"] == "Useful"
+    assert pred.trace["lm_calls"] == 6  # both LMs' calls are counted

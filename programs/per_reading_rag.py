@@ -1,7 +1,9 @@
-"""DtV-no-verify: pseudo-interpretations, retrieval per interpretation, then RAC (VerDICt's baseline).
+"""PerReadingRAG: pseudo-interpretations, one retrieval per reading over the whole corpus, then RAC.
 
-DIVA's diversify step without its pruning and verification: each pseudo-interpretation is its own query
-against the whole corpus, and the answer is written from the round-robin union of their top passages.
+Formerly registered as ``dtv-no-verify``. It is neither DIVA's "RAG + RD, no AG" ablation (that is
+``diva-no-adapt``: no first stage over the question's candidates here, no eq. 5 pruning) nor VerDICt's
+"DtV - verification" (which keeps the whole union): each pseudo-interpretation is its own query, and the answer is
+written from the round-robin merge of their top passages, cut to K.
 """
 
 from __future__ import annotations
@@ -10,15 +12,17 @@ from typing import Any
 
 import dspy
 
-from disambig.programs.knobs import Knob
+from disambig.lm.usage import measured
+from disambig.lm.verifier import using_verifier
 from disambig.programs.context import unique
+from disambig.programs.diva import reading_notes
 from disambig.programs.interpret import PseudoInterpreter
+from disambig.programs.knobs import Knob
 from disambig.programs.rac import RAC
 from disambig.programs.result import make_prediction
-from disambig.lm.usage import measured
 
 
-class DtVNoVerify(dspy.Module):
+class PerReadingRAG(dspy.Module):
     """Diversify, retrieve per reading, generate.
 
     Args:
@@ -38,12 +42,13 @@ class DtVNoVerify(dspy.Module):
 
     def forward(self, question: str) -> dspy.Prediction:
         with measured() as trace:
-            readings = self.interpret(question=question)
+            with using_verifier():
+                readings = self.interpret(question=question)
             lists = self.retriever.batch_search(list(readings.questions), self.k)
             trace.retrieval_calls += len(lists)
             passages = unique(round_robin(lists), limit=self.k)
             found, long_answer = self.rac(question=question, passages=passages)
-            trace.notes.update(types=list(readings.types), pseudo_interpretations=list(readings.questions))
+            trace.notes.update(reading_notes(readings))
         return make_prediction(found, long_answer, trace, passages)
 
 

@@ -1,0 +1,54 @@
+"""The LM of DIVA's rewriting and verification steps, when a run gives them their own (the paper uses GPT-4 there).
+
+``--verifier-lm SPEC`` sets ``DISAMBIG_VERIFIER_LM``; programs wrap those steps in ``using_verifier()``, which
+switches the LM with ``dspy.context`` for the block. Nothing is stored on a predictor, so saved programs stay JSON.
+Unset, or the same spec as the run's LM, the block uses the run's LM.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+VERIFIER_LM_ENV = "DISAMBIG_VERIFIER_LM"
+
+_built: dict[str, Any] = {}
+_lock = threading.Lock()
+
+
+def verifier_spec() -> str:
+    """The verifier LM spec of this run ("" when the run's LM does the rewriting and verification too)."""
+    from disambig.settings import load_settings
+
+    spec = os.environ.get(VERIFIER_LM_ENV, "").strip()
+    return "" if not spec or spec == load_settings().lm else spec
+
+
+def verifier_lm() -> Any | None:
+    """The ``dspy.LM`` named by ``DISAMBIG_VERIFIER_LM`` (built once per spec), or None."""
+    spec = verifier_spec()
+    if not spec:
+        return None
+    with _lock:
+        if spec not in _built:
+            from disambig.lm.runtime import build_lm
+            from disambig.settings import load_settings
+
+            _built[spec] = build_lm(load_settings(), spec)
+        return _built[spec]
+
+
+@contextmanager
+def using_verifier() -> Iterator[None]:
+    """Run the block with the verifier LM when the run has one, else with the run's LM."""
+    import dspy
+
+    lm = verifier_lm()
+    if lm is None:
+        yield
+        return
+    with dspy.context(lm=lm):
+        yield
