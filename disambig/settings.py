@@ -24,6 +24,8 @@ class Settings:
         cache_dir: where indexes and other derived files live.
         threads: CPU threads for the embedded LM and for parallel evaluation.
         ctx: context window of the embedded LM, in tokens.
+        lm_cache: keep DSPy's LM response cache (in ``cache_dir/dspy``) so a repeated call costs no LM time;
+            off by default so measured times are real.
     """
 
     lm: str = "local"
@@ -31,6 +33,7 @@ class Settings:
     cache_dir: str = ""
     threads: int = 2
     ctx: int = 8192
+    lm_cache: bool = False
 
     def with_overrides(self, **overrides: object) -> Settings:
         """Return a copy with every override that is not None applied."""
@@ -54,6 +57,10 @@ def load_settings(**overrides: object) -> Settings:
 
 
 def _coerce(name: str, raw: str, annotation: object) -> object:
+    if annotation in (bool, "bool"):
+        if raw.lower() not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+            raise ValueError(f"{ENV_PREFIX}{name.upper()}={raw!r} is not a boolean; use 1 or 0")
+        return raw.lower() in ("1", "true", "yes", "on")
     if annotation in (int, "int"):
         try:
             return int(raw)

@@ -33,6 +33,7 @@ class EvalConfig:
     retriever: str = ""
     metrics: tuple[str, ...] = ()
     artifact: str = ""
+    cache: bool = False  # DSPy's LM response cache was on (timings of cached calls are not LM time)
 
     def default_out(self, root: Path = Path("runs")) -> Path:
         name = f"{self.program}-{Path(self.dataset).stem}-{self.split}-{self.limit or 'all'}"

@@ -2,17 +2,40 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from disambig.settings import Settings
 
 
+RESPONSE_CACHE_SUBDIR = "dspy"
+
+
 def build_lm(settings: Settings, spec: str | None = None, **kwargs: Any) -> Any:
-    """The ``dspy.LM`` named by ``spec`` (default: the settings' LM), with the settings' threads and context."""
+    """The ``dspy.LM`` named by ``spec`` (default: the settings' LM), with the settings' threads, context and
+    response cache (``settings.lm_cache`` turns DSPy's cache on, in the project cache directory)."""
     from disambig.lm import make_lm
 
+    if settings.lm_cache:
+        use_response_cache(settings.cache_dir)
     return make_lm(spec or settings.lm, threads=settings.threads, ctx=settings.ctx, cache_dir=settings.cache_dir,
-                   **kwargs)
+                   cache=settings.lm_cache, **kwargs)
+
+
+def use_response_cache(cache_dir: str | Path) -> Path:
+    """Point DSPy's response cache (memory + disk) at ``cache_dir/dspy``; return that folder.
+
+    Entries are keyed by the whole request (model name, messages, generation settings), so a call repeated with
+    the same program state, LM and inputs is answered from disk. Only plain data is read back (no pickle).
+    """
+    import dspy
+
+    folder = Path(cache_dir).expanduser() / RESPONSE_CACHE_SUBDIR
+    current = vars(dspy).get("cache")  # not ``dspy.cache``: reading it would build DSPy's default cache
+    if getattr(getattr(current, "disk_cache", None), "directory", None) != str(folder):
+        dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=str(folder),
+                             restrict_pickle=True)
+    return folder
 
 
 def default_adapter() -> Any:

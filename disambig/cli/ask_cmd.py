@@ -20,17 +20,21 @@ def ask(
     artifact: str | None = typer.Option(None, "--artifact", help="Compiled program: state JSON path or models:/..."),
     lm: str | None = options.LM,
     threads: int | None = options.THREADS,
+    cache: bool | None = options.CACHE,
 ) -> None:
     """Answer QUESTION with a program and print the interpretations, the answer, LM calls, tokens and latency."""
     from disambig.lm.runtime import build_lm, configure_dspy
 
     if not question.strip():
         raise ValueError("question is empty; pass the question text as the first argument")
-    settings = load_settings(lm=lm, threads=threads)
+    settings = load_settings(lm=lm, threads=threads, lm_cache=cache)
     module = _program(settings, program, retriever, corpus, artifact)
     configure_dspy(build_lm(settings))
     prediction = module(question=question)
-    _show(Console(), question, prediction)
+    console = Console()
+    _show(console, question, prediction)
+    if settings.lm_cache:
+        console.print(f"LM response cache {options.cache_note(settings)}; calls answered from it are not counted")
 
 
 def _program(settings: object, name: str, retriever: str | None, corpus: str, artifact: str | None) -> object:

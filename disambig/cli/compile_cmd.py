@@ -37,17 +37,19 @@ def compile_(
     out: Path = typer.Option(Path("artifacts"), "--out", help="Artifact root folder."),
     track: bool = typer.Option(True, "--track/--no-track", help="Record the compile in MLflow."),
     register: bool = typer.Option(True, "--register/--no-register", help="Register the pyfunc model in MLflow."),
+    cache: bool | None = options.CACHE,
 ) -> None:
     """Score PROGRAM on held-out questions, compile it on the train split, score again, save JSON + manifest."""
     from disambig.optimizers.recipes import Budget
     from disambig.optimizers.session import run_compile
 
-    settings = load_settings(lm=lm, threads=threads)
+    settings = load_settings(lm=lm, threads=threads, lm_cache=cache)
     budget = Budget(demos=demos, candidates=candidates, trials=trials, metric_calls=metric_calls, batch=batch,
                     threads=settings.threads)
     result, tracked = run_compile(settings, program, dataset, metric, optimizer, budget, train, val, retriever,
                                   corpus, name, out, track, register, reflection_lm, tune_knobs)
     console = Console()
+    console.print(f"LM response cache: {options.cache_note(settings)}")
     console.print(f"{metric} on {result.manifest['scores']['heldout_size']} held-out questions: "
                   f"before {result.before:.4f} → after {result.after:.4f} ({result.after - result.before:+.4f})")
     if result.manifest["knobs"]:

@@ -32,17 +32,19 @@ def evaluate(
     artifact: str = typer.Option("", "--artifact", help="Evaluate a compiled PROGRAM: state JSON path or models:/..."),
     allow_mixed_code: bool = typer.Option(False, "--allow-mixed-code",
                                           help="Resume a run folder whose answers came from other code."),
+    cache: bool | None = options.CACHE,
 ) -> None:
     """Run PROGRAM on a dataset split: progress, per-question JSONL (resumable), report.json, plot, MLflow run."""
     from disambig.evaluation.session import EvalConfig, run_eval
     from disambig.run_setup import default_split, prepare_run
 
     split = split or default_split(dataset)
-    settings = load_settings(lm=lm, judge_lm=judge_lm, threads=threads)
+    settings = load_settings(lm=lm, judge_lm=judge_lm, threads=threads, lm_cache=cache)
     run = prepare_run(settings, program, dataset, split, limit, list(metric), retriever, corpus, artifact)
     config = EvalConfig(program=program, dataset=dataset, split=split, limit=limit, lm=settings.lm,
                         judge_lm=run.judge_lm, retriever=run.retriever_name,
-                        metrics=tuple(run.metrics), artifact=artifact)
+                        metrics=tuple(run.metrics), artifact=artifact,
+                        cache=settings.lm_cache)  # the report says whether LM responses came from the cache
     out_dir = out or config.default_out()
     console = wide_console()
     with _progress(console) as progress:
