@@ -23,6 +23,7 @@ def load(source: str | Path, retriever: Any = None, settings: Any = None) -> Any
         The program, ready to call once an LM is configured.
     """
     from disambig.optimizers.artifact import load_state_into, read_manifest
+    from disambig.optimizers.recipes import for_loading
     from disambig.programs import PROGRAMS, build_program
 
     state_path = resolve_state_path(str(source))
@@ -33,7 +34,7 @@ def load(source: str | Path, retriever: Any = None, settings: Any = None) -> Any
     if retriever is None and manifest.get("retriever"):
         retriever = _build_retriever(manifest["retriever"], settings)
     program = build_program(name, retriever=retriever, **manifest.get("knobs", {}))
-    return load_state_into(program, state_path, manifest)
+    return load_state_into(for_loading(manifest.get("optimizer", ""), program), state_path, manifest)
 
 
 def resolve_state_path(source: str) -> Path:

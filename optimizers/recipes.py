@@ -83,6 +83,30 @@ def gepa(metric: Callable, budget: Budget, reflection_lm: Any = None, **_: Any) 
     )
 
 
+class KNNFewShot:
+    """DIVA's per-query demos (A.4): DSPy's ``KNN`` picks each question's ``k`` nearest training examples.
+
+    Unlike ``dspy.KNNFewShot`` (whose compiled program keeps its training set outside the saved state and runs
+    BootstrapFewShot on every call), ``compile`` returns a ``KNNDemos`` wrapper whose state is the demo pool, so the
+    artifact is plain JSON like the other recipes'. The training examples carry the gold demo fields
+    (``optimizers/gold.py``); the embedder is the program's retriever's (all-MiniLM-L6-v2).
+    """
+
+    def __init__(self, k: int = 2) -> None:
+        self.k = k
+
+    def compile(self, student: Any, *, trainset: list, **_: Any) -> Any:
+        from disambig.programs.knn_demos import KNNDemos
+
+        if not trainset:
+            raise ConfigurationError("knn-fewshot needs training examples to choose demos from; raise --train")
+        return KNNDemos(student.deepcopy(), trainset, k=max(1, self.k))
+
+
+def knn_fewshot(metric: Callable, budget: Budget, **_: Any) -> Any:
+    return KNNFewShot(k=budget.demos)
+
+
 def simba(metric: Callable, budget: Budget, **_: Any) -> Any:
     import dspy
 
@@ -92,6 +116,7 @@ def simba(metric: Callable, budget: Budget, **_: Any) -> Any:
 
 RECIPES: dict[str, Callable[..., Any]] = {
     "labeled-fewshot": labeled_fewshot,
+    "knn-fewshot": knn_fewshot,
     "bootstrap": bootstrap,
     "bootstrap-rs": bootstrap_random_search,
     "mipro": mipro,
@@ -104,6 +129,22 @@ COMPILE_KWARGS: dict[str, Callable[[Budget, list], dict[str, Any]]] = {
                              "minibatch_size": b.batch},
     "gepa": lambda b, val: {"valset": val},
 }
+
+
+def _knn_wrapper(program: Any) -> Any:
+    from disambig.programs.knn_demos import KNNDemos
+
+    return KNNDemos(program)
+
+
+LOADED_AS: dict[str, Callable[[Any], Any]] = {"knn-fewshot": _knn_wrapper}
+"""Recipes whose compiled program wraps the registered one: how to rebuild the wrapper before loading its state."""
+
+
+def for_loading(optimizer: str, program: Any) -> Any:
+    """``program`` as recipe ``optimizer`` saved it (wrapped for ``knn-fewshot``, else unchanged)."""
+    wrap = LOADED_AS.get(optimizer)
+    return wrap(program) if wrap else program
 
 
 def make_optimizer(name: str, metric: Callable, budget: Budget, **lms: Any) -> Any:
