@@ -21,7 +21,8 @@ from disambig.lm.chunks import verify_or_discard
 from disambig.lm.schema import bounded_schema
 from disambig.lm.truncation import close_truncated_json
 
-SUPPORTED_PARAMS = frozenset({"temperature", "max_tokens", "stop", "seed", "top_p", "response_format"})
+SUPPORTED_PARAMS = frozenset({"temperature", "max_tokens", "stop", "seed", "top_p", "response_format", "logprobs",
+                              "top_logprobs"})
 TOO_LONG = re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)")
 
 
@@ -93,6 +94,13 @@ class LlamaEngine:
         messages = chat_messages(request)
         with self._lock:
             llama = self.llama
+            recorder = None
+            if request.config.logprobs is not None:  # read under the response grammar (lm/token_logprobs.py)
+                from disambig.lm.token_logprobs import LogprobRecorder
+
+                recorder = LogprobRecorder(llama, request.config.logprobs, kwargs["response_format"].get("schema")
+                                           if "response_format" in kwargs else None)
+                kwargs["logits_processor"] = recorder.processors()
             try:
                 raw = llama.create_chat_completion(messages=messages, **kwargs)
             except ValueError as exc:
@@ -100,6 +108,10 @@ class LlamaEngine:
                 if too_long is None:
                     raise
                 raise too_long from None
+            if recorder is not None:
+                from disambig.lm.token_logprobs import with_logprobs
+
+                return with_logprobs(to_response(raw, model=request.model), recorder)
         return to_response(raw, model=request.model)
 
     def stream(self, request: Any) -> Any:
