@@ -26,6 +26,8 @@ class Settings:
         ctx: context window of the embedded LM, in tokens.
         lm_cache: keep DSPy's LM response cache (in ``cache_dir/dspy``) so a repeated call costs no LM time;
             off by default so measured times are real.
+        verifier_lm: LM spec for DIVA's rewriting and verification steps; empty means "same as ``lm``".
+        decoding: decoding preset of every LM: ``greedy`` or ``paper`` (DIVA's temperature 0.3, 300 tokens).
     """
 
     lm: str = "local"
@@ -34,6 +36,8 @@ class Settings:
     threads: int = 2
     ctx: int = 8192
     lm_cache: bool = False
+    verifier_lm: str = ""
+    decoding: str = "greedy"
 
     def with_overrides(self, **overrides: object) -> Settings:
         """Return a copy with every override that is not None applied."""

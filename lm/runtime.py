@@ -12,14 +12,16 @@ RESPONSE_CACHE_SUBDIR = "dspy"
 
 
 def build_lm(settings: Settings, spec: str | None = None, **kwargs: Any) -> Any:
-    """The ``dspy.LM`` named by ``spec`` (default: the settings' LM), with the settings' threads, context and
-    response cache (``settings.lm_cache`` turns DSPy's cache on, in the project cache directory)."""
+    """The ``dspy.LM`` named by ``spec`` (default: the settings' LM), with the settings' threads, context,
+    decoding preset and response cache (``settings.lm_cache`` turns DSPy's cache on, in the project cache
+    directory)."""
     from disambig.lm import make_lm
+    from disambig.lm.decoding import decoding_kwargs
 
     if settings.lm_cache:
         use_response_cache(settings.cache_dir)
     return make_lm(spec or settings.lm, threads=settings.threads, ctx=settings.ctx, cache_dir=settings.cache_dir,
-                   cache=settings.lm_cache, **kwargs)
+                   cache=settings.lm_cache, **{**decoding_kwargs(settings.decoding), **kwargs})
 
 
 def use_response_cache(cache_dir: str | Path) -> Path:

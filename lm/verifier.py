@@ -7,13 +7,13 @@ Unset, or the same spec as the run's LM, the block uses the run's LM.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 VERIFIER_LM_ENV = "DISAMBIG_VERIFIER_LM"
+"""Read by ``load_settings`` as ``Settings.verifier_lm``."""
 
 _built: dict[str, Any] = {}
 _lock = threading.Lock()
@@ -23,8 +23,9 @@ def verifier_spec() -> str:
     """The verifier LM spec of this run ("" when the run's LM does the rewriting and verification too)."""
     from disambig.settings import load_settings
 
-    spec = os.environ.get(VERIFIER_LM_ENV, "").strip()
-    return "" if not spec or spec == load_settings().lm else spec
+    settings = load_settings()
+    spec = settings.verifier_lm.strip()
+    return "" if not spec or spec == settings.lm else spec
 
 
 def verifier_lm() -> Any | None:

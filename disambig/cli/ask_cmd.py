@@ -19,6 +19,8 @@ def ask(
     corpus: str = typer.Option("wiki-slice", "--corpus", help="Corpus the retriever searches."),
     artifact: str | None = typer.Option(None, "--artifact", help="Compiled program: state JSON path or models:/..."),
     lm: str | None = options.LM,
+    verifier_lm: str | None = options.VERIFIER_LM,
+    decoding: str | None = options.DECODING,
     threads: int | None = options.THREADS,
     cache: bool | None = options.CACHE,
 ) -> None:
@@ -27,6 +29,7 @@ def ask(
 
     if not question.strip():
         raise ValueError("question is empty; pass the question text as the first argument")
+    options.export_lm_roles(verifier_lm, decoding)
     settings = load_settings(lm=lm, threads=threads, lm_cache=cache)
     module = _program(settings, program, retriever, corpus, artifact)
     configure_dspy(build_lm(settings))
@@ -67,7 +70,8 @@ def _show(console: Console, question: str, prediction: object) -> None:
     if notes.get("pseudo_interpretations") and not interpretations:
         console.print("[bold]Pseudo-interpretations:[/bold] " + " | ".join(notes["pseudo_interpretations"]))
     if "grade" in notes:
-        console.print(f"[bold]Retrieval grade:[/bold] {notes['grade']} (verdicts {notes.get('verdicts')})")
+        console.print(f"[bold]Retrieval grade:[/bold] {notes['grade']} (verdicts {notes.get('verdicts')}, "
+                      f"P(Yes) {notes.get('yes_probabilities')} from {notes.get('probability_source')})")
     if "statistics" in notes and "state" in notes:
         _show_adf(console, notes, titles)
     console.print(f"[bold]Q:[/bold] {question}")

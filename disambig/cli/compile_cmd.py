@@ -33,6 +33,8 @@ def compile_(
     tune_knobs: int = typer.Option(0, "--tune-knobs", min=0,
                                    help="Optuna trials over the program's numeric knobs before compiling (0 = off)."),
     lm: str | None = options.LM,
+    verifier_lm: str | None = options.VERIFIER_LM,
+    decoding: str | None = options.DECODING,
     threads: int | None = options.THREADS,
     out: Path = typer.Option(Path("artifacts"), "--out", help="Artifact root folder."),
     track: bool = typer.Option(True, "--track/--no-track", help="Record the compile in MLflow."),
@@ -43,6 +45,7 @@ def compile_(
     from disambig.optimizers.recipes import Budget
     from disambig.optimizers.session import run_compile
 
+    options.export_lm_roles(verifier_lm, decoding)
     settings = load_settings(lm=lm, threads=threads, lm_cache=cache)
     budget = Budget(demos=demos, candidates=candidates, trials=trials, metric_calls=metric_calls, batch=batch,
                     threads=settings.threads)

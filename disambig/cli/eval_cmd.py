@@ -25,6 +25,8 @@ def evaluate(
     retriever: str | None = typer.Option(None, "--retriever", help="bm25, dense or hybrid (default hybrid if needed)."),
     corpus: str = typer.Option("wiki-slice", "--corpus", help="Corpus the retriever searches."),
     lm: str | None = options.LM,
+    verifier_lm: str | None = options.VERIFIER_LM,
+    decoding: str | None = options.DECODING,
     judge_lm: str | None = typer.Option(None, "--judge-lm", help="LM for judge metrics (env DISAMBIG_JUDGE_LM)."),
     threads: int | None = options.THREADS,
     out: Path | None = typer.Option(None, "--out", help="Run folder (default runs/PROGRAM-DATASET-SPLIT-N)."),
@@ -39,6 +41,7 @@ def evaluate(
     from disambig.run_setup import default_split, prepare_run
 
     split = split or default_split(dataset)
+    options.export_lm_roles(verifier_lm, decoding)
     settings = load_settings(lm=lm, judge_lm=judge_lm, threads=threads, lm_cache=cache)
     run = prepare_run(settings, program, dataset, split, limit, list(metric), retriever, corpus, artifact)
     config = EvalConfig(program=program, dataset=dataset, split=split, limit=limit, lm=settings.lm,

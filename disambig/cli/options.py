@@ -12,6 +12,21 @@ THREADS = typer.Option(None, "--threads", min=1, help="CPU threads (env DISAMBIG
 CACHE = typer.Option(None, "--cache/--no-cache",
                      help="Reuse LM responses from the cache directory (env DISAMBIG_LM_CACHE; off by default so "
                           "timings are real).")
+VERIFIER_LM = typer.Option(None, "--verifier-lm",
+                           help="LM for DIVA's rewriting and verification steps (env DISAMBIG_VERIFIER_LM; default "
+                                "--lm). The paper uses GPT-4 there.")
+DECODING = typer.Option(None, "--decoding",
+                        help="greedy (default) or paper: temperature 0.3, top-p 1, 300 tokens (env DISAMBIG_DECODING).")
+
+
+def export_lm_roles(verifier_lm: str | None, decoding: str | None) -> None:
+    """Make ``--verifier-lm`` and ``--decoding`` the run's ``DISAMBIG_VERIFIER_LM`` and ``DISAMBIG_DECODING``, which
+    the programs' verifier LM and every LM built from settings read."""
+    import os
+
+    for name, value in (("DISAMBIG_VERIFIER_LM", verifier_lm), ("DISAMBIG_DECODING", decoding)):
+        if value is not None:
+            os.environ[name] = value
 
 
 def cache_note(settings: Any) -> str:
