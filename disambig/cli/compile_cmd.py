@@ -18,7 +18,7 @@ def compile_(
     dataset: str = typer.Option("asqa", "--dataset", "-d", help="asqa, ambignq, or a JSONL file in their format."),
     metric: str = typer.Option("dr", "--metric", "-m", help="Metric to optimise (e.g. dr, d-f1, mrecall@5)."),
     optimizer: str = typer.Option("bootstrap", "--optimizer", "-o",
-                                  help="labeled-fewshot, bootstrap, bootstrap-rs, mipro, gepa or simba."),
+                                  help="labeled-fewshot, knn-fewshot, bootstrap, bootstrap-rs, mipro, gepa or simba."),
     train: int = typer.Option(20, "--train", min=1, help="Questions from the train split."),
     val: int = typer.Option(20, "--val", min=1, help="Held-out questions from the dev split (scored before/after)."),
     retriever: str | None = typer.Option(None, "--retriever", help="bm25, dense or hybrid (default hybrid if needed)."),
