@@ -41,9 +41,9 @@ REMOTE_THREADS = 8
 # The paper prints no demos for either step; these are the project's, built on the seed World Cup example: one
 # passage that answers a reading and one that is on topic but answers none (rule 2 of the prompt).
 FEEDBACK_DEMOS = [
-    {"question": QUESTION, "passage": "Miroslav Klose | Klose scored 16 goals, the most in the history of the men's "
+    {"question": QUESTION, "document": "Miroslav Klose | Klose scored 16 goals, the most in the history of the men's "
      "World Cup.", "interpretation": MEN, "answer": "Miroslav Klose"},
-    {"question": QUESTION, "passage": "2014 FIFA World Cup | The tournament was held in Brazil from 12 June to 13 "
+    {"question": QUESTION, "document": "2014 FIFA World Cup | The tournament was held in Brazil from 12 June to 13 "
      "July 2014.", "interpretation": "null", "answer": "null"},
 ]
 RELAX_DEMOS = [{"question": QUESTION, "query": "World Cup top goalscorer"}]
@@ -154,7 +154,7 @@ class VerDICt(dspy.Module):
         from dspy.utils.exceptions import AdapterParseError
 
         try:
-            out = self.feedback(question=question, passage=passage_text(passage))
+            out = self.feedback(question=question, document=passage_text(passage))
         except AdapterParseError:
             return Feedback(passage, parse_failed=True)
         return Feedback(passage, stated(out.interpretation), stated(out.answer))

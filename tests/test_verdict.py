@@ -67,7 +67,7 @@ class RecordingEmbedder(FakeEmbedder):
 
 def feedback_rule(delay: float = 0.0, threads: set | None = None):
     def reply(user: str):
-        title = re.search(r"passage: (\w+) \|", user)[1]
+        title = re.search(r"document: (\w+) \|", user)[1]
         if threads is not None:
             threads.add(threading.current_thread().name)
         if delay:  # later passages answer sooner, so a pool finishes them out of order
@@ -79,7 +79,7 @@ def feedback_rule(delay: float = 0.0, threads: set | None = None):
 def configure(relax_reply=None, **feedback) -> object:
     lm, engine = scripted_lm({
         "Turn the question into a short, broad search query": lambda _: relax_reply or {"query": "football goals"},
-        "ONE passage from the search results": feedback_rule(**feedback),
+        "ONE document, a passage from the search results": feedback_rule(**feedback),
         "Write a long-form answer of at least three sentences": lambda _: {"long_answer": "Men: Ronaldo. Women: S."},
     })
     dspy.configure(lm=lm, adapter=CompactJSONAdapter())
@@ -192,7 +192,7 @@ def test_parallel_and_serial_runs_agree_and_keep_retrieval_order():
 def test_dspy_context_reaches_the_worker_threads():
     lm, engine = scripted_lm({
         "Turn the question into": lambda _: {"query": "q"},
-        "ONE passage from the search results": feedback_rule(),
+        "ONE document, a passage from the search results": feedback_rule(),
         "Write a long-form answer": lambda _: {"long_answer": "x"},
     })
     with dspy.context(lm=lm, adapter=CompactJSONAdapter()):  # not dspy.configure: only this context has the LM
@@ -203,7 +203,7 @@ def test_dspy_context_reaches_the_worker_threads():
 def test_nothing_answered_gives_no_interpretations_and_no_answer_call():
     lm, engine = scripted_lm({
         "Turn the question into": lambda _: {"query": "q"},
-        "ONE passage from the search results": lambda _: {"interpretation": "null", "answer": "null"},
+        "ONE document, a passage from the search results": lambda _: {"interpretation": "null", "answer": "null"},
     })
     dspy.configure(lm=lm, adapter=CompactJSONAdapter())
     pred, _, embedder = run(parallel=2)
