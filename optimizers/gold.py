@@ -10,7 +10,9 @@ Added fields (each only when the row has the material):
     ``sub_questions``   the gold disambiguated questions (PseudoInterpretations);
     ``passages``        up to ``MAX_PASSAGES`` evidence passages, numbered, each cut to ``MAX_CHARS``;
     ``disambiguations`` each gold question whose answer a kept passage states, with that passage's number
-                        (ExtractInterpretations, ConsolidateAnswer).
+                        (ExtractInterpretations, ConsolidateAnswer);
+    ``document``, ``interpretation``, ``answer``
+                        the first such passage alone, with its gold question and answer (ExecutionFeedback).
 """
 
 from __future__ import annotations
@@ -41,8 +43,24 @@ def with_gold_fields(example: Any) -> Any:
     if pairs:
         fields["passages"] = format_passages(passages)
         fields["disambiguations"] = pairs
+    fields.update(feedback_fields(pairs, passages))
     fields = {k: v for k, v in fields.items() if k not in example}
     return example.copy(**fields).with_inputs(*example.inputs().keys()) if fields else example
+
+
+def feedback_fields(pairs: list[Disambiguation], passages: list[Passage]) -> dict[str, str]:
+    """VerDICt's execution-feedback demo: one evidence passage, the gold question it answers and that answer.
+
+    The first cited pair is used (``cited_pairs`` keeps only pairs whose answer the passage states, the case the
+    step's prompt asks to answer rather than abstain on); no pair gives no fields.
+    """
+    from disambig.programs.verdict import passage_text
+
+    if not pairs:
+        return {}
+    first = pairs[0]
+    return {"document": passage_text(passages[first.passage - 1]), "interpretation": first.question,
+            "answer": first.answer}
 
 
 def evidence_passages(evidence: list[dict[str, str]]) -> list[Passage]:
