@@ -44,7 +44,7 @@ def test_the_verifier_lm_comes_from_the_environment_and_is_built_once(monkeypatc
 def test_cli_options_set_the_environment(monkeypatch):
     from disambig.cli.options import export_lm_roles
 
-    monkeypatch.delenv("DISAMBIG_VERIFIER_LM", raising=False)
+    monkeypatch.setenv("DISAMBIG_VERIFIER_LM", "")  # recorded, so the value exported below is undone after the test
     monkeypatch.setenv("DISAMBIG_DECODING", "greedy")
     export_lm_roles("openai/gpt-4o", None)
     settings = load_settings()
