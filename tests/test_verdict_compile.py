@@ -96,3 +96,29 @@ def test_compile_verdict_with_labeled_gold_demos_then_load_and_ask(fakes, tmp_pa
         pred = program(question="Who scored the most goals?")
     assert pred.interpretations[0]["passage_ids"] == ["p1"] and pred.trace["lm_calls"] == 1 + 6 + 1
     assert len(fakes.calls) == calls  # the loaded program used the LM it was given
+
+
+def test_compile_with_tuned_knobs_records_them_and_loads_with_them(fakes, tmp_path, asqa_file):
+    result = CliRunner().invoke(app, [
+        "compile", "verdict", "--dataset", asqa_file, "--metric", "rouge-l", "--optimizer", "labeled-fewshot",
+        "--train", "2", "--val", "1", "--tune-knobs", "2", "--no-track", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    state_path = tmp_path / "verdict" / "asqa-mini" / "labeled-fewshot.json"
+    manifest = json.loads((state_path.parent / "manifest.json").read_text())["labeled-fewshot"]
+    knobs = manifest["knobs"]
+    assert set(knobs) == {"k", "min_cluster_size", "min_samples", "cluster_selection_epsilon"}
+
+    from disambig.optimizers.loading import load
+
+    program = load(state_path, retriever=EmbeddingRetriever())
+    assert program.k == knobs["k"] and program.clustering["min_samples"] == knobs["min_samples"]
+
+
+def test_eval_runs_verdict_on_an_asqa_file(fakes, tmp_path, asqa_file):
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["eval", "verdict", "--dataset", asqa_file, "--limit", "2", "--no-track",
+                                      "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "report.json").read_text())
+    assert report["questions"] == 2 and report["efficiency"]["lm_calls_per_q"] == 1 + 6 + 1
+    assert "rouge-l" in report["metrics"]
