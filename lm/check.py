@@ -27,6 +27,7 @@ class CheckQuestion(dspy.Signature):
 
 
 CHECK_QUESTION = "Who was the first person to walk on the Moon, and in which year?"
+SECOND_QUESTION = "Who was the first person in space, and in which year?"
 
 
 @dataclass
@@ -43,6 +44,7 @@ class CheckReport:
     structured: dict[str, Any] = field(default_factory=dict)
     structured_seconds: float = 0.0
     structured_tokens: dict[str, int] = field(default_factory=dict)
+    reuse_tokens: dict[str, int] = field(default_factory=dict)
 
     def rows(self) -> list[tuple[str, str]]:
         def rate(x: float | None) -> str:
@@ -56,6 +58,8 @@ class CheckReport:
             ("schema call (s)", f"{self.structured_seconds:.2f}"),
             ("schema call tokens in/out", "{in}/{out}".format(**{"in": 0, "out": 0, **self.structured_tokens})),
             ("schema call result", repr(self.structured)),
+            *([("2nd call: prompt tokens reused", "{reused} of {prompt}".format(**self.reuse_tokens))]
+              if self.reuse_tokens else []),
         ]
 
 
@@ -91,6 +95,10 @@ def run_check(settings: Settings) -> CheckReport:
     report.structured = {"person": result.person, "year": result.year}
     report.structured_seconds = trace.seconds
     report.structured_tokens = {"in": trace.input_tokens, "out": trace.output_tokens}
+    if isinstance(engine, LlamaEngine):  # the same instruction again: its KV state is reused, not prefilled
+        with dspy.context(lm=lm, adapter=CompactJSONAdapter()), measured() as second:
+            dspy.Predict(CheckQuestion)(question=SECOND_QUESTION)
+        report.reuse_tokens = {"reused": second.reused_prompt_tokens, "prompt": second.input_tokens}
     return report
 
 

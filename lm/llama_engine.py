@@ -51,22 +51,31 @@ class LlamaEngine:
         threads: CPU threads for prefill and decode.
         ctx: context window in tokens.
         sha256: the file's pinned SHA-256; checked before the model loads (a file that fails is deleted).
+        prompt_cache_mb: also keep KV states of earlier calls in RAM (llama-cpp-python's ``LlamaRAMCache``) up
+            to this size, so a call can resume from any earlier call's prefix, not only the previous one's;
+            0 (default) keeps only llama.cpp's reuse of the prefix shared with the previous call.
+
+    Every call reports, as ``Usage.cache_read_tokens``, the prompt tokens whose KV state was reused instead of
+    prefilled (from llama.cpp's own counters; within one token).
     """
 
     supports_response_schema = True
     supported_params = SUPPORTED_PARAMS
 
-    def __init__(self, model_path: str, threads: int = 2, ctx: int = 8192, sha256: str | None = None) -> None:
+    def __init__(self, model_path: str, threads: int = 2, ctx: int = 8192, sha256: str | None = None,
+                 prompt_cache_mb: int = 0) -> None:
         self.model_path = model_path
         self.threads = threads
         self.ctx = ctx
         self.sha256 = sha256
+        self.prompt_cache_mb = prompt_cache_mb
         self.verified_sha256_: str | None = None
         self._llama: Any = None
         self._lock = threading.Lock()
 
     def dump_state(self) -> dict[str, Any]:
-        return {"model_path": self.model_path, "threads": self.threads, "ctx": self.ctx, "sha256": self.sha256}
+        return {"model_path": self.model_path, "threads": self.threads, "ctx": self.ctx, "sha256": self.sha256,
+                "prompt_cache_mb": self.prompt_cache_mb}
 
     @classmethod
     def load_state(cls, state: dict[str, Any]) -> LlamaEngine:
@@ -79,6 +88,10 @@ class LlamaEngine:
             if self.sha256 is not None:
                 self.verified_sha256_ = verify_or_discard(self.model_path, self.sha256, Path(self.model_path).name)
             self._llama = _load_llama(self.model_path, self.threads, self.ctx)
+            if self.prompt_cache_mb > 0:
+                from llama_cpp import LlamaRAMCache
+
+                self._llama.set_cache(LlamaRAMCache(capacity_bytes=self.prompt_cache_mb << 20))
         return self._llama
 
     def model_file(self) -> ModelFile:
@@ -101,6 +114,7 @@ class LlamaEngine:
                 recorder = LogprobRecorder(llama, request.config.logprobs, kwargs["response_format"].get("schema")
                                            if "response_format" in kwargs else None)
                 kwargs["logits_processor"] = recorder.processors()
+            reset_counters(llama)
             try:
                 raw = llama.create_chat_completion(messages=messages, **kwargs)
             except ValueError as exc:
@@ -108,11 +122,12 @@ class LlamaEngine:
                 if too_long is None:
                     raise
                 raise too_long from None
+            response = to_response(raw, model=request.model, prefilled=read_counters(llama).prefill_tokens)
             if recorder is not None:
                 from disambig.lm.token_logprobs import with_logprobs
 
-                return with_logprobs(to_response(raw, model=request.model), recorder)
-        return to_response(raw, model=request.model)
+                return with_logprobs(response, recorder)
+        return response
 
     def stream(self, request: Any) -> Any:
         from dspy.lm15 import response_to_events
@@ -223,12 +238,14 @@ def completion_kwargs(config: Any) -> dict[str, Any]:
     return kwargs
 
 
-def to_response(raw: dict[str, Any], *, model: str) -> Any:
-    """Wrap a llama-cpp chat completion dict as a canonical ``lm15.Response`` with token usage."""
+def to_response(raw: dict[str, Any], *, model: str, prefilled: int | None = None) -> Any:
+    """Wrap a llama-cpp chat completion dict as a canonical ``lm15.Response`` with token usage; ``prefilled`` (the
+    prompt tokens actually evaluated) turns into ``cache_read_tokens``, the prompt tokens reused."""
     from dspy.lm15 import Message, Response, TextPart, Usage
 
     choice = raw["choices"][0]
     usage = raw.get("usage") or {}
+    prompt_tokens = usage.get("prompt_tokens", 0)
     finish = "length" if choice.get("finish_reason") == "length" else "stop"
     text = choice["message"].get("content") or ""
     if finish == "length" and text.lstrip().startswith("{"):
@@ -238,5 +255,6 @@ def to_response(raw: dict[str, Any], *, model: str) -> Any:
         model=model,
         message=Message.assistant([TextPart(text)]),
         finish_reason=finish,
-        usage=Usage(input_tokens=usage.get("prompt_tokens", 0), output_tokens=usage.get("completion_tokens", 0)),
+        usage=Usage(input_tokens=prompt_tokens, output_tokens=usage.get("completion_tokens", 0),
+                    cache_read_tokens=None if prefilled is None else max(prompt_tokens - prefilled, 0)),
     )

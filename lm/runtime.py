@@ -7,7 +7,6 @@ from typing import Any
 
 from disambig.settings import Settings
 
-
 RESPONSE_CACHE_SUBDIR = "dspy"
 
 

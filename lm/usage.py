@@ -12,11 +12,16 @@ import dspy
 
 @dataclass
 class Trace:
-    """What a question cost: LM calls and tokens (filled by ``measured``), retrieval calls, and extras."""
+    """What a question cost: LM calls and tokens (filled by ``measured``), retrieval calls, and extras.
+
+    ``reused_prompt_tokens`` counts input tokens the in-process engine did not prefill because their KV state was
+    reused from an earlier call (a shared prompt prefix); the prefill work was ``input_tokens`` minus that.
+    """
 
     lm_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    reused_prompt_tokens: int = 0
     retrieval_calls: int = 0
     seconds: float = 0.0
     notes: dict[str, object] = field(default_factory=dict)
@@ -39,6 +44,8 @@ def measured() -> Iterator[Trace]:
                 trace.lm_calls += len(entries)
                 trace.input_tokens += sum(_count(e, "prompt_tokens", "input_tokens") for e in entries)
                 trace.output_tokens += sum(_count(e, "completion_tokens", "output_tokens") for e in entries)
+                trace.reused_prompt_tokens += sum(_count(e.get("prompt_tokens_details") or {}, "cached_tokens")
+                                                  for e in entries)
 
 
 def _count(entry: dict[str, object], *keys: str) -> int:

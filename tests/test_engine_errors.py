@@ -31,8 +31,9 @@ class OverflowingLlama:
 
 
 @pytest.fixture(autouse=True)
-def _trained_context(monkeypatch):
+def _fake_llama_internals(monkeypatch):
     monkeypatch.setattr("disambig.lm.llama_engine.trained_context", lambda llama: 32768)
+    monkeypatch.setattr("disambig.lm.llama_engine.reset_counters", lambda llama: None)
 
 
 def overflowing_lm(message: str | None = None) -> dspy.LM:

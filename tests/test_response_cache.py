@@ -24,6 +24,14 @@ class CountingLlama:
 
 
 @pytest.fixture(autouse=True)
+def _no_llama_counters(monkeypatch):
+    from disambig.lm.llama_engine import EvalCounters
+
+    monkeypatch.setattr("disambig.lm.llama_engine.reset_counters", lambda llama: None)
+    monkeypatch.setattr("disambig.lm.llama_engine.read_counters", lambda llama: EvalCounters(12, 1.0, 1, 1.0))
+
+
+@pytest.fixture(autouse=True)
 def _restore_dspy_cache():
     before = vars(dspy).get("cache")
     yield
