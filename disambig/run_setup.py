@@ -43,7 +43,9 @@ def prepare_run(
 
     info = PROGRAMS.get(program)
     if info is None:
-        raise ConfigurationError(f"unknown program {program!r}; registered programs: {', '.join(sorted(PROGRAMS))}")
+        from disambig.programs.registry import unknown_program
+
+        raise unknown_program(program)
     examples = load_dataset(dataset, split=split, limit=limit)
     if not examples:
         raise ValueError(f"dataset {dataset!r} split {split!r} has no questions; try --split all")

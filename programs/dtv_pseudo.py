@@ -2,7 +2,7 @@
 
 DtV without its retrieval and verification is its first step alone: DIVA's pseudo-interpretations (seed 002,
 eq. 3: typing, then rewriting; two LM calls), returned as the interpretations, with no passages. DtV itself is
-DIVA (program ``diva``); ``dtv-no-verify`` is a different ablation (retrieval per reading, then RAC).
+DIVA (program ``diva``); ``per-reading-rag`` is a different ablation (retrieval per reading, then RAC).
 
 The paper evaluates these readings without answers. ``answer="closed-book"`` (the default) adds one LM call that
 answers them all from the model's own knowledge so answer metrics apply; its cost is kept apart in

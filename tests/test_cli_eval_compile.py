@@ -73,3 +73,8 @@ def test_compile_saves_an_artifact(scripted_lm, tmp_path, asqa_file):
 def test_bad_input_is_a_clear_error(scripted_lm, args, match):
     result = runner.invoke(app, args)
     assert result.exit_code == 2 and match in result.output, result.output
+
+
+def test_a_renamed_program_names_its_new_name(scripted_lm, asqa_file):
+    result = runner.invoke(app, ["eval", "dtv-no-verify", "--dataset", asqa_file, "--no-track"])
+    assert result.exit_code == 2 and "renamed 'per-reading-rag'" in result.output, result.output
