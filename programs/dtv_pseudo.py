@@ -52,7 +52,7 @@ class DtVPseudo(dspy.Module):
             found = [Interpretation(q, a) for q, a in zip(readings.questions, answers, strict=True)]
             trace.notes.update(types=list(readings.types), reason=readings.reason, answer_cost=cost(extra))
         trace.notes["method_lm_calls"] = trace.lm_calls - extra.lm_calls
-        return make_prediction(found, listed(found) if self.answer != "none" else "\n".join(readings.questions), trace)
+        return make_prediction(found, listed(found), trace)
 
     def answers(self, questions: list[str]) -> list[str]:
         """One short answer per question ("" when unanswered or the reply is short)."""

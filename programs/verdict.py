@@ -231,8 +231,9 @@ def serialised(lm: Any) -> bool:
 
 
 def listed(found: list[Interpretation]) -> str:
-    """The readings and their answers, one "reading answer." line each (a long answer without an LM call)."""
-    return "\n".join(f"{i.question} {i.answer}".rstrip(".") + "." for i in found)
+    """The readings and their answers, one "reading answer." line each (a long answer without an LM call); a reading
+    without an answer is listed alone."""
+    return "\n".join(f"{i.question} {i.answer.rstrip('.')}." if i.answer.strip() else i.question for i in found)
 
 
 def feedback_notes(feedback: list[Feedback]) -> dict[str, Any]:

@@ -71,6 +71,7 @@ def test_dtv_pseudo_returns_the_pseudo_interpretations_answered_closed_book():
     # the scripted answer list is one short: the second reading stays unanswered
     assert [(i["question"], i["answer"], i["passage_ids"]) for i in pred.interpretations] == [
         (READINGS[0], "Cristiano Ronaldo", []), (READINGS[1], "", [])]
+    assert pred.long_answer == f"{READINGS[0]} Cristiano Ronaldo.\n{READINGS[1]}"
     assert pred.passages == [] and pred.trace["retrieval_calls"] == 0
     assert pred.trace["notes"]["method_lm_calls"] == 2 and pred.trace["notes"]["answer_cost"]["lm_calls"] == 1
 
