@@ -7,16 +7,22 @@ Seed: ADF (000), section 4.3 (SummarizeIntent), 4.4 (HyDE) and 4.6 (structured s
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import dspy
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
+
+# Bounds on each intent: under grammar-constrained decoding they make a looping small model close the field
+# (the engine caps every array at 6 items), so the intents cannot use up the reply's token budget.
+KeyFact = Annotated[str, Field(max_length=160)]
 
 
 class Intent(BaseModel):
     """One reading the passages support: a short label, how sure the model is, and the facts that answer it."""
 
-    label: str
+    label: str = Field(max_length=100)
     confidence: float
-    key_facts: list[str]
+    key_facts: list[KeyFact] = Field(max_length=3)
 
 
 class ClusterSubQuestion(dspy.Signature):

@@ -103,7 +103,7 @@ def _show_adf(console: Console, notes: dict, titles: dict[str, str]) -> None:
             table.add_column(column)
         for n, pathway in enumerate(pathways, 1):
             ids = dict.fromkeys(pathway["direct"] + pathway["latent"])
-            cited = ", ".join(titles[i] for i in ids if i in titles)
+            cited = ", ".join(dict.fromkeys(titles[i] for i in ids if i in titles))
             hyde = pathway["hyde"] if len(pathway["hyde"]) <= 160 else pathway["hyde"][:160] + " ..."
             table.add_row(str(n), pathway["sub_question"], hyde, cited)
         console.print(table)
