@@ -9,8 +9,10 @@ from disambig.signatures.adf import (
     Intent,
     MultiIntentSynthesis,
 )
+from disambig.signatures.amd import DialogicAnswer, ReflectiveFeedback, SocraticQuestions
 from disambig.signatures.answer import ClosedBookAnswer, ConsolidateAnswer, Disambiguation, ExtractInterpretations
 from disambig.signatures.diva import ClassifyAmbiguity, PseudoInterpretations, VerifyRetrieval
+from disambig.signatures.expansion import ExpansionKeywords, PseudoDocument, ReasonedAnswer
 from disambig.signatures.judge import (
     AnswerSimilarity,
     DeduplicateInterpretations,
@@ -28,17 +30,23 @@ __all__ = [
     "ClusterSubQuestion",
     "ConsolidateAnswer",
     "DeduplicateInterpretations",
+    "DialogicAnswer",
     "Disambiguation",
     "DistinguishingPassage",
     "EntityPassage",
     "ExecutionFeedback",
+    "ExpansionKeywords",
     "ExtractInterpretations",
     "Intent",
     "InterpretationCovered",
     "MatchInterpretation",
     "MultiIntentSynthesis",
+    "PseudoDocument",
     "PseudoInterpretations",
+    "ReasonedAnswer",
+    "ReflectiveFeedback",
     "RelaxQuery",
+    "SocraticQuestions",
     "VerifyRetrieval",
     "VerifySupport",
 ]
