@@ -71,3 +71,30 @@ def test_labeled_fewshot_compiles_saves_and_loads(tmp_path):
     assert "however" in demos[0]["long_answer"]
     configure()
     assert loaded(question=QUESTION).long_answer == "It depends on the reading."
+
+
+def test_compile_adf_through_the_command_line_with_tuned_knobs_then_load(monkeypatch, tmp_path, asqa_file):
+    import json
+
+    from typer.testing import CliRunner
+
+    from disambig.cli import app
+
+    lm, _ = scripted_lm(RULES)
+    searcher = TableRetriever(corpus({"Men": 3, "Women": 3, "Club": 2, "Cricket": 2}))
+    searcher.embedder = AxisEmbedder(("Men", "Women", "Club"))
+    monkeypatch.setattr("disambig.lm.runtime.build_lm", lambda settings, spec=None, **kw: lm)
+    monkeypatch.setattr("disambig.retrieval.build_retriever", lambda *a, **kw: searcher)
+    result = CliRunner().invoke(app, [
+        "compile", "adf", "--dataset", asqa_file, "--metric", "rouge-l", "--optimizer", "labeled-fewshot",
+        "--train", "3", "--val", "2", "--tune-knobs", "1", "--no-track", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    state_path = tmp_path / "adf" / "asqa-mini" / "labeled-fewshot.json"
+    manifest = json.loads((state_path.parent / "manifest.json").read_text())["labeled-fewshot"]
+    assert {"tau_var", "tau_sep", "tau_rel", "k"} <= set(manifest["knobs"])
+    # every ASQA row has a long answer, passages and sub-questions: the synthesis step gets gold demos
+    assert len(json.loads(state_path.read_text())["synthesize"]["demos"]) == 2
+    program = load(state_path, retriever=searcher)
+    assert program.settings["tau_sep"] == manifest["knobs"]["tau_sep"]
+    with dspy.context(lm=scripted_lm(RULES)[0], adapter=CompactJSONAdapter()):
+        assert program(question=QUESTION).long_answer == "It depends on the reading."
