@@ -11,12 +11,14 @@ question is the question itself.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import dspy
 
 from disambig.data.jsonl import MalformedRowError, read_jsonl, require
 from disambig.data.root import QUESTION_SETS, resolve
+from disambig.data.spiderqa import aggregation_example
 from disambig.data.splits import in_split
 
 DATASETS = tuple(QUESTION_SETS)
@@ -41,9 +43,16 @@ def load_dataset(name: str, split: str = "all", limit: int | None = None) -> lis
 def _rows(name: str) -> list[dspy.Example]:
     if name.startswith("hf:"):
         return _from_hub(name[3:])
-    path = resolve(name, QUESTION_SETS, "dataset", "a JSONL file or hf:NAME")
+    path = question_file(resolve(name, QUESTION_SETS, "dataset", "a JSONL file or hf:NAME"))
     label = name if name in QUESTION_SETS else path.stem
-    return [to_example(row, f"{path}:{number}", label) for number, row in read_jsonl(path)]
+    return [aggregation_example(row, path.parent, f"{path}:{number}", label)
+            if row_format(row, f"{path}:{number}") == "aggregation" else to_example(row, f"{path}:{number}", label)
+            for number, row in read_jsonl(path)]
+
+
+def question_file(path: Path) -> Path:
+    """The questions of a benchmark folder (``disambig data spiderqa`` writes ``questions.jsonl``), else ``path``."""
+    return path / "questions.jsonl" if path.is_dir() else path
 
 
 def _from_hub(hub_name: str) -> list[dspy.Example]:
@@ -111,7 +120,8 @@ def ambignq_interpretations(row: dict[str, Any], where: str) -> list[dict[str, A
 
 
 def dataset_format(name: str) -> str:
-    """``asqa`` or ``ambignq``: the row format of a named set or a JSONL file, told by its first row.
+    """``asqa``, ``ambignq`` or ``aggregation``: the row format of a named set, a JSONL file or a benchmark folder,
+    told by its first row.
 
     A hub set (``hf:NAME``) is not read here and gives ``""``.
 
@@ -122,14 +132,17 @@ def dataset_format(name: str) -> str:
         return name
     if name.startswith("hf:"):
         return ""
-    path = resolve(name, QUESTION_SETS, "dataset", "a JSONL file or hf:NAME")
+    path = question_file(resolve(name, QUESTION_SETS, "dataset", "a JSONL file or hf:NAME"))
     for number, row in read_jsonl(path):
         return row_format(row, f"{path}:{number}")
     raise MalformedRowError(f"{path}: no rows")
 
 
 def row_format(row: dict[str, Any], where: str) -> str:
-    """``asqa`` for a row with ``qa_pairs``, ``ambignq`` for one with ``annotations``."""
+    """``asqa`` for a row with ``qa_pairs``, ``ambignq`` for one with ``annotations``, ``aggregation`` for one with
+    ``gold_count`` (count questions over a chunk corpus, e.g. SpiderQA)."""
+    if "gold_count" in row:
+        return "aggregation"
     if "qa_pairs" in row:
         return "asqa"
     if "annotations" in row:

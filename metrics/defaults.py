@@ -10,6 +10,7 @@ from __future__ import annotations
 DEFAULT_METRICS: dict[str, list[str]] = {
     "asqa": ["str-em", "rouge-l", "d-f1", "dr"],
     "ambignq": ["ambigqa-f1", "d-f1", "adf-f1", "adf-d-f1"],
+    "aggregation": ["ace", "nace", "chunk-recall"],  # DFA paper §6.1 (NACE median: see the report's per-question)
 }
 FALLBACK_METRICS = ["d-f1", "answer-f1"]
 

@@ -18,6 +18,7 @@ from disambig.errors import ConfigurationError
 from disambig.metrics import adf, adf_ranking, asqa, verdict
 from disambig.metrics.adf_judge import disambiguation_score, similarity_score
 from disambig.metrics.ambigqa import ambigqa_f1, example_annotations
+from disambig.metrics.count import COUNT_METRICS
 from disambig.metrics.disambiguation import coverage
 from disambig.metrics.grounded import g_f1, g_precision, g_recall, g_recall_paper, grounded_count, judged_count
 from disambig.metrics.judge import Judge
@@ -120,6 +121,7 @@ METRICS: dict[str, Callable[[Any, Any], float]] = {
     "adf-ndcg@5": _titles_metric(adf_ranking.adf_ndcg_at_k, 5), "ndcg@5": _titles_metric(adf_ranking.ndcg_at_k, 5),
     "adf-recall@5": _titles_metric(adf_ranking.adf_recall_at_k, 5),
     "num-interpretations": verdict.num_interpretations,
+    **COUNT_METRICS,  # DFA's ACE, NACE, chunk recall and count-score over "aggregation" examples
 }
 
 READER_METRICS: dict[str, Callable[[Any, Any, QAReader | None], float]] = {

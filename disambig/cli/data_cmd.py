@@ -73,3 +73,71 @@ def fetch(
         rows = f"{result.rows:,}" if result.status == "fetched" else "-"
         table.add_row(result.name, result.status, rows, str(result.paths[0]))
     console.print(table)
+
+
+@app.command("spiderqa")
+@user_errors
+def spiderqa(
+    questions: Path | None = typer.Option(
+        None, "--questions", dir_okay=False,
+        help="Spider-format questions (JSON list or JSONL of {db_id, question, query}); default: spider/dev.json "
+             "under the data root."),
+    databases: Path | None = typer.Option(
+        None, "--databases", file_okay=False,
+        help="Folder of <db_id>.sqlite files; default: spider/database under the data root."),
+    out: Path | None = typer.Option(
+        None, "--out", file_okay=False, help="Benchmark folder to write (default: CACHE_DIR/spiderqa)."),
+    lm: str | None = typer.Option(
+        None, "--lm", help="Let this LM write one template per table from its schema (validated; the deterministic "
+                           "template is the fallback). Default: deterministic templates, no LM."),
+    rows_per_chunk: int = typer.Option(1, "--rows-per-chunk", min=1, help="Rows of one table packed per chunk."),
+    ext: bool = typer.Option(False, "--ext", help="Also write questions-ext.jsonl: set-returning questions turned "
+                                                  "into 'how many' questions (AGGBench style; report apart)."),
+    max_rows_per_question: float | None = typer.Option(
+        None, "--max-rows-per-question", help="Drop databases whose rows per kept question exceed this."),
+) -> None:
+    """Build SpiderQA: Spider databases rendered as text chunks, scalar COUNT questions with gold counts and gold
+    evidence chunks; prints what was kept and what was dropped, and why (all of it also in manifest.json)."""
+    from disambig.data.root import find_named
+    from disambig.data.spiderqa import build_spiderqa
+
+    spider = find_named("spider") if questions is None or databases is None else None
+    target = (out or Path(load_settings().cache_dir) / "spiderqa").expanduser()
+    writer = _template_writer(lm) if lm else None
+    report = build_spiderqa((questions or spider / "dev.json").expanduser(),
+                            (databases or spider / "database").expanduser(), target, write_template=writer,
+                            rows_per_chunk=rows_per_chunk, ext=ext, max_rows_per_question=max_rows_per_question)
+    console = Console()
+    console.print(f"SpiderQA in {target}: {report.questions} questions over {len(report.databases)} databases, "
+                  f"{report.chunks:,} chunks (of {report.source_questions} questions read)"
+                  + (f"; extension: {report.questions_ext} questions (questions-ext.jsonl)" if ext else ""))
+    table = Table(title="Dropped")
+    table.add_column("reason")
+    table.add_column("questions", justify="right")
+    for reason, count in sorted(report.dropped.items(), key=lambda item: -item[1]):
+        table.add_row(reason, str(count))
+    console.print(table)
+    llm = sum(t["source"] == "llm" for t in report.templates.values())
+    console.print(f"templates: {llm} written by the LM, {len(report.templates) - llm} deterministic")
+    console.print(f"evaluate with: disambig eval dfa --dataset {target}")
+
+
+def _template_writer(spec: str):
+    """``f(TableSchema) -> template`` asking ``spec`` (the T0 step of the DFA spec) under its own dspy context."""
+    import dspy
+
+    from disambig.lm.runtime import build_lm
+    from disambig.signatures.dfa import WriteRowTemplate
+
+    lm = build_lm(load_settings(lm=spec))
+    predictor = dspy.Predict(WriteRowTemplate)
+
+    def write(schema) -> str:
+        columns = [f"{c.placeholder}: {c.name} ({c.type or 'any'}{', primary key' if c.primary_key else ''})"
+                   for c in schema.columns]
+        with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+            return predictor(database=schema.db_id, table=schema.name, columns=columns,
+                             foreign_keys=list(schema.foreign_keys),
+                             sample_rows=[repr(tuple(r)) for r in schema.sample_rows]).template
+
+    return write
