@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,12 @@ from disambig.retrieval.progress import LoggedProgress
 from disambig.retrieval.store import build_index, index_dir, read_index
 
 logger = logging.getLogger(__name__)
-KINDS = ("bm25", "dense", "hybrid")
+EXPANDED_KINDS = ("amd-sparse", "amd-dense", "amd-rrf", "q2d-sparse", "q2d-dense", "q2c-sparse", "q2c-dense",
+                  "genqr-ensemble", "genqr-fusion")
+"""Query-expansion kinds: an LM program expands the query before BM25 or dense search. They are built by
+``EXPANSION_BUILDER`` (programs sit above retrieval, so it is imported by name, only when one is asked for)."""
+EXPANSION_BUILDER = "disambig.programs.expanded_retrieval"
+KINDS = ("bm25", "dense", "hybrid", *EXPANDED_KINDS)
 INDEX_KINDS = ("bm25", "dense")
 
 
@@ -65,11 +71,11 @@ def ensure_index(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = 
 
 def build_retriever(kind: str, corpus: str = "wiki-slice", settings: Any = None, embedder: Any = None,
                     auto_build: bool = True, k1: float = 0.9, b: float = 0.4, rrf_k: int = RRF_K,
-                    weights: tuple[float, float] = (1.0, 1.0), depth: int = 100) -> Any:
-    """Open the ``bm25``, ``dense`` or ``hybrid`` retriever of ``corpus``.
+                    weights: tuple[float, float] = (1.0, 1.0), depth: int = 100, **expansion: Any) -> Any:
+    """Open the ``bm25``, ``dense`` or ``hybrid`` retriever of ``corpus``, or a query-expansion one.
 
     Args:
-        kind: ``bm25``, ``dense`` or ``hybrid``.
+        kind: ``bm25``, ``dense``, ``hybrid`` or one of ``EXPANDED_KINDS`` (``amd-sparse``, ...).
         corpus: ``wiki-slice``, ``dbpedia-entity-5k``, a JSONL file of ``{id, title, text}``, a BEIR folder, or
             ``prebuilt:NAME`` for a pyserini prebuilt BM25 index (downloaded once; needs network).
         settings: ``disambig.settings.Settings`` (cache directory, threads); ``load_settings()`` by default.
@@ -78,9 +84,17 @@ def build_retriever(kind: str, corpus: str = "wiki-slice", settings: Any = None,
             naming the build command.
         k1, b: BM25 parameters (search time; the index does not depend on them).
         rrf_k, weights, depth: hybrid fusion constant, ``(bm25, dense)`` list weights, and passages per list.
+        **expansion: options of the query-expansion kinds (temperature, state, cache, knobs; see
+            ``disambig.programs.expanded_retrieval.build_expanded``).
     """
     _check_kind(kind, KINDS)
     _check_params(k1, b, rrf_k, weights, depth)
+    if kind in EXPANDED_KINDS:  # the base retriever's own build checks the corpus
+        build_expanded = importlib.import_module(EXPANSION_BUILDER).build_expanded
+        return build_expanded(kind, corpus, _settings(settings), embedder, auto_build, k1=k1, b=b, rrf_k=rrf_k,
+                              depth=depth, **expansion)
+    if expansion:
+        raise ConfigurationError(f"{', '.join(expansion)} apply to query-expansion retrievers only, not {kind!r}")
     _check_corpus(corpus, kind)
     settings = _settings(settings)
     if kind == "hybrid":
@@ -105,6 +119,14 @@ def build_retriever(kind: str, corpus: str = "wiki-slice", settings: Any = None,
     from disambig.retrieval.dense import DenseRetriever
 
     return DenseRetriever(folder, passages, corpus, encoder)
+
+
+def index_kinds(kind: str) -> tuple[str, ...]:
+    """The indexes retriever ``kind`` searches: ``bm25``, ``dense`` or both."""
+    _check_kind(kind, KINDS)
+    if kind == "hybrid":
+        return INDEX_KINDS
+    return ("dense",) if kind == "dense" or kind.endswith("-dense") else ("bm25",)
 
 
 def encoder_name(embedder: Any) -> str:

@@ -1,0 +1,412 @@
+"""Retrievers that expand the query with an LM program first: AMD (sparse, dense, RRF) and the baselines Q2D, Q2C,
+GenQREnsemble and GenQRFusion, built on the BM25 and dense retrievers.
+
+Seed: AMD (003), section 5's three formulas. Sparse: the query, the sub-questions and the refined answers as one
+Lucene query string. Dense: ``q* = 0.7 emb(Q) + 0.3 mean_i emb(a'_i)``, re-normalised and searched in embedding
+space (the text is never re-encoded as one query). RRF: ``score(d) = sum_i 1 / (k + r_i(d))`` over the rankings
+of the per-sub-question queries. The baselines use the same three compositions so that only the expansion differs.
+
+Retrieval is the lowest layer and cannot import programs, so ``disambig.retrieval.factory`` names these kinds
+(``EXPANDED_KINDS``) and imports this module by name when one is asked for (``build_expanded``).
+
+Expansions cost LM calls, so each is kept on disk (``CACHE_DIR/expansions``, one JSON file per query) keyed by the
+LM, the expansion program's state (prompts, demos, settings) and the query: evaluating a retriever a second time
+costs no LM call. ``usage`` counts what the expansions of a retriever's queries cost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import dspy
+
+from disambig.errors import ConfigurationError
+from disambig.lm.usage import measured
+from disambig.programs.amd import AMD
+from disambig.programs.expansion import POSTER_TEMPERATURE, GenQR, QueryToChainOfThought, QueryToDocument
+from disambig.retrieval.base import SharedIndex, check_k, check_queries, check_query
+from disambig.retrieval.fusion import RRF_K, rrf
+from disambig.retrieval.passage import Passage
+
+CACHE_SUBDIR = "expansions"
+CACHE_VERSION = 1
+QUERY_REPEATS = 5
+QUERY_WEIGHT = 0.7
+LM_KEY_PARAMS = ("temperature", "max_tokens", "top_p", "seed")
+
+EXPANDERS: dict[str, type[dspy.Module]] = {"amd": AMD, "q2d": QueryToDocument, "q2c": QueryToChainOfThought,
+                                           "genqr": GenQR}
+
+EXPANDED_KINDS: dict[str, tuple[str, str]] = {
+    "amd-sparse": ("amd", "sparse"), "amd-dense": ("amd", "dense"), "amd-rrf": ("amd", "rrf"),
+    "q2d-sparse": ("q2d", "sparse"), "q2d-dense": ("q2d", "dense"),
+    "q2c-sparse": ("q2c", "sparse"), "q2c-dense": ("q2c", "dense"),
+    "genqr-ensemble": ("genqr", "sparse"), "genqr-fusion": ("genqr", "rrf"),
+}
+"""Each kind: ``(expansion program, composition)``; ``sparse`` and ``rrf`` search BM25, ``dense`` the FAISS index."""
+
+
+@dataclass(frozen=True)
+class Expansion:
+    """What an expansion program gave for one query (see ``disambig.programs.expansion``)."""
+
+    query: str
+    sub_questions: tuple[str, ...] = ()
+    texts: tuple[str, ...] = ()
+    fusion_queries: tuple[str, ...] = ()
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_prediction(cls, query: str, prediction: Any) -> Expansion:
+        return cls(query, tuple(prediction.sub_questions), tuple(prediction.texts), tuple(prediction.fusion_queries),
+                   dict(prediction.notes))
+
+    @classmethod
+    def from_dict(cls, row: dict[str, Any]) -> Expansion:
+        return cls(row["query"], tuple(row["sub_questions"]), tuple(row["texts"]), tuple(row["fusion_queries"]),
+                   dict(row.get("notes") or {}))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"query": self.query, "sub_questions": list(self.sub_questions), "texts": list(self.texts),
+                "fusion_queries": list(self.fusion_queries), "notes": self.notes}
+
+
+@dataclass
+class ExpansionUsage:
+    """What a retriever's expansions cost: queries expanded by the LM or read from the cache, LM calls and tokens
+    (of this process's LM calls only; cached expansions cost none), and seconds spent expanding."""
+
+    queries: int = 0
+    cached: int = 0
+    lm_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    seconds: float = 0.0
+
+    def per_query(self, queries: int | None = None) -> dict[str, float]:
+        """LM calls, tokens and expansion seconds per query (over ``queries``, by default the queries expanded)."""
+        n = max(queries or self.queries, 1)
+        return {"lm_calls": self.lm_calls / n, "input_tokens": self.input_tokens / n,
+                "output_tokens": self.output_tokens / n, "expansion_seconds": self.seconds / n}
+
+
+class ExpansionCache:
+    """One JSON file per expansion under ``folder``, named by its key (written atomically; never pickle)."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        path = self._path(key)
+        try:
+            row = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return None  # a damaged entry is recomputed and overwritten
+        return row if isinstance(row, dict) and row.get("version") == CACHE_VERSION else None
+
+    def put(self, key: str, row: dict[str, Any]) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(json.dumps({"version": CACHE_VERSION, **row}, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, path)
+
+    def _path(self, key: str) -> Path:
+        return self.folder / key[:2] / f"{key}.json"
+
+
+def lm_identity(lm: Any) -> str:
+    """The LM's model name and the generation settings that change its replies (no credentials)."""
+    kwargs = getattr(lm, "kwargs", {}) or {}
+    params = {k: kwargs[k] for k in LM_KEY_PARAMS if k in kwargs}
+    return f"{getattr(lm, 'model', type(lm).__name__)} {json.dumps(params, sort_keys=True, default=str)}"
+
+
+def program_identity(expander: dspy.Module) -> str:
+    """A hash of the expansion program: class, decoding settings, and its state (instructions, demos)."""
+    settings = {k: getattr(expander, k, None) for k in ("temperature", "max_tokens", "reflect", "instructions")}
+    state = {"program": type(expander).__name__, "settings": settings, "state": expander.dump_state()}
+    return hashlib.sha256(json.dumps(state, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def expansion_key(lm: str, program: str, query: str) -> str:
+    """The cache key of one query's expansion by one LM and one program state."""
+    return hashlib.sha256(json.dumps([lm, program, query]).encode()).hexdigest()
+
+
+def sparse_query(expansion: Expansion, query_repeats: int = QUERY_REPEATS) -> str:
+    """The Lucene query string: the query ``query_repeats`` times, the sub-questions, then the generated texts.
+
+    Lucene's bag-of-words query weighs a term by how often it occurs, so repeating the query keeps its own terms
+    weighty against a long expansion (query2doc repeats it five times; the poster's formula does not say).
+    """
+    return " ".join([expansion.query] * query_repeats + list(expansion.sub_questions) + list(expansion.texts))
+
+
+def mixed_vector(query_vector: Any, text_vectors: Any, query_weight: float = QUERY_WEIGHT) -> Any:
+    """``w q + (1 - w) mean(texts)``, re-normalised to unit length; the query vector alone when there is no text.
+
+    The poster's dense formula with ``w = 0.7``; inputs are unit vectors as the embedder gives them.
+    """
+    import numpy as np
+
+    query_vector = np.asarray(query_vector, dtype=np.float32)
+    text_vectors = np.asarray(text_vectors, dtype=np.float32).reshape(-1, query_vector.shape[-1])
+    if not len(text_vectors):
+        return query_vector
+    mixed = query_weight * query_vector + (1 - query_weight) * text_vectors.mean(axis=0)
+    norm = float(np.linalg.norm(mixed))
+    return (mixed / norm if norm > 0 else query_vector).astype(np.float32)
+
+
+class ExpandedRetriever(SharedIndex):
+    """A retriever that expands each query with ``expander`` and searches ``base`` with the expansion.
+
+    The expansion runs on the configured LM (``dspy.configure`` / ``dspy.context``), else on the LM of
+    ``settings`` (built once, on first use). Subclasses define how an expansion is searched.
+
+    Args:
+        name: the retriever kind (``amd-sparse`` ...).
+        base: the retriever searched (BM25 for sparse and fusion, dense for dense).
+        expander: the expansion program (``AMD``, ``QueryToDocument``, ``QueryToChainOfThought``, ``GenQR``).
+        cache: where expansions are kept; None keeps none.
+        settings: ``disambig.settings.Settings`` whose LM expands queries when none is configured.
+    """
+
+    def __init__(self, name: str, base: Any, expander: dspy.Module, cache: ExpansionCache | None = None,
+                 settings: Any = None) -> None:
+        self.name, self.base, self.expander = name, base, expander
+        self.cache, self.settings = cache, settings
+        self.usage = ExpansionUsage()
+        self._lock = threading.Lock()
+        self._lm: Any = None
+
+    @property
+    def size(self) -> int:
+        return self.base.size
+
+    @property
+    def embedder(self) -> Any:
+        return getattr(self.base, "embedder", None)
+
+    def search(self, query: str, k: int = 10) -> list[Passage]:
+        return self.batch_search([check_query(query)], k)[0]
+
+    def batch_search(self, queries: list[str], k: int = 10) -> list[list[Passage]]:
+        queries, k = check_queries(queries), check_k(k, self.size)
+        if not queries:
+            return []
+        return self.search_expanded([self.expand(q) for q in queries], k)
+
+    def search_expanded(self, expansions: list[Expansion], k: int) -> list[list[Passage]]:
+        raise NotImplementedError
+
+    def expand(self, query: str) -> Expansion:
+        """The expansion of ``query``: from the cache when this LM and program state expanded it before."""
+        query = check_query(query)
+        lm = self._current_lm()
+        key = expansion_key(lm_identity(lm), program_identity(self.expander), query)
+        row = self.cache.get(key) if self.cache else None
+        if row is not None:
+            self._count(cached=True)
+            return Expansion.from_dict(row["expansion"])
+        from disambig.lm.runtime import default_adapter
+
+        with dspy.context(lm=lm, adapter=dspy.settings.adapter or default_adapter()), measured() as trace:
+            expansion = Expansion.from_prediction(query, self.expander(query=query))
+        self._count(trace=trace)
+        if self.cache:
+            cost = {"lm_calls": trace.lm_calls, "input_tokens": trace.input_tokens,
+                    "output_tokens": trace.output_tokens, "seconds": round(trace.seconds, 3)}
+            self.cache.put(key, {"lm": lm_identity(lm), "program": type(self.expander).__name__,
+                                 "expansion": expansion.to_dict(), "cost": cost})
+        return expansion
+
+    def _current_lm(self) -> Any:
+        if dspy.settings.lm is not None:
+            return dspy.settings.lm
+        with self._lock:
+            if self._lm is None:
+                if self.settings is None:
+                    raise ConfigurationError(f"retriever {self.name!r} expands queries with an LM; configure one "
+                                             "(dspy.configure(lm=...)) or build it with settings (--lm)")
+                from disambig.lm.runtime import build_lm
+
+                self._lm = build_lm(self.settings)
+        return self._lm
+
+    def _count(self, cached: bool = False, trace: Any = None) -> None:
+        with self._lock:
+            self.usage.queries += 1
+            self.usage.cached += int(cached)
+            if trace is not None:
+                self.usage.lm_calls += trace.lm_calls
+                self.usage.input_tokens += trace.input_tokens
+                self.usage.output_tokens += trace.output_tokens
+                self.usage.seconds += trace.seconds
+
+
+class SparseExpansion(ExpandedRetriever):
+    """BM25 with the expansion as one Lucene query string (``sparse_query``): AMD sparse, Q2D, Q2C, GenQREnsemble.
+
+    Args:
+        query_repeats: how often the query is repeated before the expansion (the poster is silent; 5 as in
+            query2doc, the same for every expansion so that only the expansion differs). A knob.
+        (others): see ``ExpandedRetriever``.
+    """
+
+    def __init__(self, name: str, base: Any, expander: dspy.Module, cache: ExpansionCache | None = None,
+                 settings: Any = None, query_repeats: int = QUERY_REPEATS) -> None:
+        super().__init__(name, base, expander, cache, settings)
+        if isinstance(query_repeats, bool) or not isinstance(query_repeats, int) or query_repeats < 1:
+            raise ValueError(f"query_repeats={query_repeats!r} must be a positive integer (5 as in query2doc)")
+        self.query_repeats = query_repeats
+
+    def search_expanded(self, expansions: list[Expansion], k: int) -> list[list[Passage]]:
+        return self.base.batch_search([sparse_query(e, self.query_repeats) for e in expansions], k)
+
+
+class DenseExpansion(ExpandedRetriever):
+    """Dense search with ``query_weight * emb(query) + (1 - query_weight) * mean emb(texts)``, re-normalised,
+    looked up in the dense index directly (``mixed_vector``): AMD dense, Q2D dense, Q2C dense.
+
+    Args:
+        query_weight: the query's share of the mix (the poster's 0.7). A knob.
+        (others): see ``ExpandedRetriever``; ``base`` is a ``DenseRetriever``.
+    """
+
+    def __init__(self, name: str, base: Any, expander: dspy.Module, cache: ExpansionCache | None = None,
+                 settings: Any = None, query_weight: float = QUERY_WEIGHT) -> None:
+        super().__init__(name, base, expander, cache, settings)
+        if not 0 <= query_weight <= 1:
+            raise ValueError(f"query_weight={query_weight} must lie between 0 and 1 (the poster's 0.7)")
+        self.query_weight = query_weight
+
+    def query_vector(self, expansion: Expansion) -> Any:
+        """The unit query vector of one expansion."""
+        vectors = self.base.embedder.encode([expansion.query, *expansion.texts])
+        return mixed_vector(vectors[0], vectors[1:], self.query_weight)
+
+    def search_expanded(self, expansions: list[Expansion], k: int) -> list[list[Passage]]:
+        import numpy as np
+
+        return search_vectors(self.base, np.vstack([self.query_vector(e) for e in expansions]), k)
+
+
+class FusionExpansion(ExpandedRetriever):
+    """RRF over BM25 rankings of the expansion's fusion queries (one per sub-question for AMD, one per instruction
+    for GenQRFusion): ``score(d) = sum_i 1 / (rrf_k + r_i(d))``, fused by passage id.
+
+    Args:
+        rrf_k: the RRF constant (the poster does not give it; 60, the usual value). A knob.
+        include_query: also fuse the original query's own ranking (the poster's sum runs over the sub-questions
+            only, so off by default). A knob.
+        depth: passages taken from each ranking before fusion (at least ``k``).
+        (others): see ``ExpandedRetriever``.
+    """
+
+    def __init__(self, name: str, base: Any, expander: dspy.Module, cache: ExpansionCache | None = None,
+                 settings: Any = None, rrf_k: float = RRF_K, include_query: bool = False, depth: int = 100) -> None:
+        super().__init__(name, base, expander, cache, settings)
+        if rrf_k <= 0 or depth < 1:
+            raise ValueError(f"rrf_k={rrf_k} must be positive and depth={depth} at least 1")
+        self.rrf_k, self.include_query, self.depth = rrf_k, include_query, depth
+
+    def fusion_queries(self, expansion: Expansion) -> list[str]:
+        """The queries whose rankings are fused; the query itself when the expansion gave none."""
+        queries = list(expansion.fusion_queries)
+        if self.include_query or not queries:
+            queries.insert(0, expansion.query)
+        return queries
+
+    def search_expanded(self, expansions: list[Expansion], k: int) -> list[list[Passage]]:
+        groups = [self.fusion_queries(e) for e in expansions]
+        flat = [q for group in groups for q in group]
+        rankings = iter(self.base.batch_search(flat, min(max(self.depth, k), self.size)))
+        return [rrf([next(rankings) for _ in group], k=self.rrf_k, top=k) for group in groups]
+
+
+COMPOSITIONS: dict[str, type[ExpandedRetriever]] = {"sparse": SparseExpansion, "dense": DenseExpansion,
+                                                    "rrf": FusionExpansion}
+KNOBS: dict[str, tuple[str, ...]] = {"sparse": ("query_repeats",), "dense": ("query_weight",),
+                                     "rrf": ("include_query",)}
+PROGRAM_OPTIONS: dict[str, tuple[str, ...]] = {"amd": ("reflect",), "q2d": (), "q2c": (), "genqr": ("instructions",)}
+
+
+def search_vectors(dense: Any, vectors: Any, k: int) -> list[list[Passage]]:
+    """The ``k`` passages nearest each row of ``vectors`` (unit query vectors) in a ``DenseRetriever``'s index."""
+    import numpy as np
+
+    k = check_k(k, dense.size)
+    index = dense._faiss()  # the index DenseRetriever itself opens and checks (it has no vector search of its own)
+    if hasattr(index, "hnsw"):
+        index.hnsw.efSearch = max(index.hnsw.efSearch, k)
+    scores, rows = index.search(np.ascontiguousarray(vectors, dtype=np.float32), k)
+    return [dense._to_passages(s, r) for s, r in zip(scores, rows, strict=True)]
+
+
+def make_expander(method: str, temperature: float | None = POSTER_TEMPERATURE, max_tokens: int | None = None,
+                  state: str | Path | None = None, **options: Any) -> dspy.Module:
+    """The expansion program ``method`` (``amd``, ``q2d``, ``q2c``, ``genqr``), loaded from a saved JSON
+    ``state`` (a compiled program's prompts and demos) when given."""
+    if method not in EXPANDERS:
+        raise ConfigurationError(f"unknown expansion {method!r}; choose one of {', '.join(EXPANDERS)}")
+    expander = EXPANDERS[method](temperature=temperature, max_tokens=max_tokens, **options)
+    if state:
+        path = Path(state)
+        if path.suffix != ".json" or not path.is_file():
+            raise ConfigurationError(f"expansion state {str(path)!r} is not a JSON file; pass the state file a "
+                                     "compile saved (never pickle)")
+        expander.load(str(path))
+    return expander
+
+
+def build_expanded(kind: str, corpus: str, settings: Any, embedder: Any = None, auto_build: bool = True, *,
+                   k1: float = 0.9, b: float = 0.4, rrf_k: float = RRF_K, depth: int = 100,
+                   temperature: float | None = POSTER_TEMPERATURE, max_tokens: int | None = None,
+                   state: str | Path | None = None, cache: bool = True, **options: Any) -> ExpandedRetriever:
+    """The query-expansion retriever ``kind`` over ``corpus`` (see ``EXPANDED_KINDS``).
+
+    Args:
+        kind, corpus, settings, embedder, auto_build, k1, b: as for ``disambig.retrieval.build_retriever``.
+        rrf_k, depth: the RRF constant and per-ranking depth of ``amd-rrf`` and ``genqr-fusion``.
+        temperature: sampling temperature of the expansion LM calls (the poster's 0.5; None keeps the LM's own).
+        max_tokens: reply cap of each expansion call (None keeps the LM's own).
+        state: a saved JSON state of the expansion program (its compiled prompts and demos).
+        cache: keep expansions in ``settings.cache_dir/expansions`` (a repeated query costs no LM call).
+        **options: the composition's knob (``query_repeats``, ``query_weight``, ``include_query``) or the
+            program's (``reflect`` for AMD, ``instructions`` for GenQR).
+    """
+    from disambig.retrieval.factory import build_retriever
+
+    if kind not in EXPANDED_KINDS:
+        raise ConfigurationError(f"unknown expansion retriever {kind!r}; choose one of {', '.join(EXPANDED_KINDS)}")
+    method, composition = EXPANDED_KINDS[kind]
+    allowed = KNOBS[composition] + PROGRAM_OPTIONS[method]
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise ConfigurationError(f"{kind!r} takes no option {unknown[0]!r}; its options: "
+                                 f"{', '.join(allowed) or 'none'} (and temperature, max_tokens, state, cache)")
+    program_options = {n: v for n, v in options.items() if n in PROGRAM_OPTIONS[method]}
+    knobs = {n: v for n, v in options.items() if n in KNOBS[composition]}
+    expander = make_expander(method, temperature, max_tokens, state, **program_options)
+    base_kind = "dense" if composition == "dense" else "bm25"
+    base = build_retriever(base_kind, corpus, settings, embedder, auto_build, k1=k1, b=b)
+    if composition == "rrf":
+        knobs.update(rrf_k=rrf_k, depth=depth)
+    store = ExpansionCache(Path(settings.cache_dir).expanduser() / CACHE_SUBDIR) if cache else None
+    return COMPOSITIONS[composition](kind, base, expander, store, settings, **knobs)
+
+
+def expansion_usage(retriever: Any) -> ExpansionUsage | None:
+    """What a retriever's expansions have cost so far (None for a retriever that expands nothing)."""
+    usage = getattr(retriever, "usage", None)
+    return usage if isinstance(usage, ExpansionUsage) else None
