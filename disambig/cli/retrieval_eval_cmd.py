@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from disambig.cli import index_cmd, options
+from disambig.cli import index_cmd, options, search_cmd
 from disambig.cli.errors import user_errors
 from disambig.settings import load_settings
 
@@ -18,46 +19,74 @@ from disambig.settings import load_settings
 def eval_retrieval(
     dataset: str = typer.Option("dbpedia-entity-5k", "--dataset", "-d",
                                 help="dbpedia-entity-5k or a BEIR folder (corpus.jsonl, queries.jsonl, qrels/)."),
-    retriever: list[str] = typer.Option(["bm25"], "--retriever", "-r", help="bm25, dense or hybrid (repeatable)."),
+    retriever: list[str] = typer.Option(["bm25"], "--retriever", "-r", help=f"Repeatable: {search_cmd.RETRIEVERS}"),
     split: str = typer.Option("test", "--split", help="Qrels file qrels/SPLIT.tsv."),
     embedder: str = index_cmd.EMBEDDER,
     threads: int | None = options.THREADS,
+    lm: str | None = options.LM,
+    temperature: float | None = search_cmd.TEMPERATURE,
+    expansion_state: str | None = search_cmd.EXPANSION_STATE,
     out: Path | None = typer.Option(None, "--out", help="Also write the scores as JSON to this file."),
 ) -> None:
     """Search every judged query of DATASET with each retriever and report nDCG@10, Recall@100 and MRR@10.
 
-    Missing indexes of the dataset's corpus are built first (cached for later runs).
+    Missing indexes of the dataset's corpus are built first (cached for later runs). Query-expansion retrievers
+    also report LM calls and tokens per query (zero for expansions read from the cache).
     """
-    from disambig.retrieval import build_retriever
     from disambig.evaluation.retrieval import evaluate_retriever
-    from disambig.retrieval.factory import KINDS
+    from disambig.retrieval import build_retriever
+    from disambig.retrieval.factory import EXPANDED_KINDS, KINDS, index_kinds
 
     unknown = [r for r in retriever if r not in KINDS]
     if unknown:
         raise ValueError(f"unknown retriever {unknown[0]!r}; choose one of {', '.join(KINDS)}")
-    settings = load_settings(threads=threads)
+    if (temperature is not None or expansion_state) and not set(retriever) & set(EXPANDED_KINDS):
+        raise ValueError("--temperature and --expansion-state apply to query-expansion retrievers (amd-sparse, ...), "
+                         f"not {', '.join(retriever)}")
+    settings = load_settings(threads=threads, lm=lm)
     console = Console()
     encoder = index_cmd.make_embedder(embedder)
-    needed = {part for kind in retriever for part in (("bm25", "dense") if kind == "hybrid" else (kind,))}
+    needed = {part for kind in retriever for part in index_kinds(kind)}
     for kind in sorted(needed):
         index_cmd.build_with_progress(console, kind, dataset, settings, encoder)
-    reports = []
+    reports, costs = [], []
     for kind in retriever:
-        searcher = build_retriever(kind, corpus=dataset, settings=settings, embedder=encoder, auto_build=False)
+        extra = search_cmd.expansion_options(kind, temperature, expansion_state) if kind in EXPANDED_KINDS else {}
+        searcher = build_retriever(kind, corpus=dataset, settings=settings, embedder=encoder, auto_build=False,
+                                   **extra)
         with console.status(f"searching with {kind}"):
             reports.append(evaluate_retriever(searcher, dataset, split))
-    console.print(report_table(reports, f"Retrieval on {dataset} ({split}, {reports[0].queries} queries)"))
+        costs.append(expansion_cost(searcher, reports[-1].queries))
+    console.print(report_table(reports, f"Retrieval on {dataset} ({split}, {reports[0].queries} queries)", costs))
     if out:
-        out.write_text(json.dumps([r.to_dict() for r in reports], indent=2), encoding="utf-8")
+        rows = [r.to_dict() | ({"expansion": c} if c else {}) for r, c in zip(reports, costs, strict=True)]
+        out.write_text(json.dumps(rows, indent=2), encoding="utf-8")
         console.print(f"scores: {out}")
 
 
-def report_table(reports: list, title: str) -> Table:
-    """One row per retriever: its metrics and the seconds its queries took."""
+def expansion_cost(searcher: Any, queries: int) -> dict[str, Any] | None:
+    """LM calls, tokens and expansion seconds per judged query of a query-expansion retriever (None for others),
+    and how many expansions were read from the cache."""
+    usage = getattr(searcher, "usage", None)
+    if usage is None or not hasattr(usage, "per_query"):
+        return None
+    return {**usage.per_query(queries), "from_cache": min(usage.cached, queries)}
+
+
+def report_table(reports: list, title: str, costs: list[dict[str, Any] | None] | None = None) -> Table:
+    """One row per retriever: its metrics and the seconds its queries took; LM calls and tokens per query for the
+    query-expansion retrievers."""
     metrics = list(reports[0].metrics)
+    costs = costs or [None] * len(reports)
+    expanded = any(costs)
     table = Table(title=title)
-    for column in ("retriever", *metrics, "seconds"):
+    columns = ("retriever", *metrics, "seconds", *(("LM calls/q", "tokens/q in+out", "cached") if expanded else ()))
+    for column in columns:
         table.add_column(column, justify="left" if column == "retriever" else "right")
-    for report in reports:
-        table.add_row(report.retriever, *[f"{report.metrics[m]:.4f}" for m in metrics], f"{report.seconds:.1f}")
+    for report, cost in zip(reports, costs, strict=True):
+        row = [report.retriever, *[f"{report.metrics[m]:.4f}" for m in metrics], f"{report.seconds:.1f}"]
+        if expanded:
+            row += ([f"{cost['lm_calls']:.1f}", f"{cost['input_tokens']:.0f}+{cost['output_tokens']:.0f}",
+                     str(cost["from_cache"])] if cost else ["-", "-", "-"])
+        table.add_row(*row)
     return table
