@@ -64,6 +64,24 @@ PROGRAMS: dict[str, ProgramInfo] = {
         "ADF: coherence gate on the first retrieval, K-means clusters -> sub-questions + HyDE, RRF, structured "
         "synthesis", True,
     ),
+    "dfa": ProgramInfo(
+        "disambig.programs.dfa:DFA",
+        "DFA: ambiguity classification + rewrite, tool filtering over snapshots with rollback, semantic batching, "
+        "batch judging and entity de-duplication; counts over an aggregation dataset's chunk scope", False,
+    ),
+    "llm-only-count": ProgramInfo(
+        "disambig.programs.count_baselines:LLMOnlyCount", "DFA's LLM-only baseline: the count in one call, no chunks",
+        False,
+    ),
+    "naive-rag-count": ProgramInfo(
+        "disambig.programs.count_baselines:NaiveRAGCount",
+        "DFA's Naive RAG baseline: top-k chunks of the scope by embedding cosine (knob k: 5/10/20/50), one count call",
+        False,
+    ),
+    "map-count": ProgramInfo(
+        "disambig.programs.count_baselines:MapCount",
+        "eq. 2 by brute force: one judge call per chunk of the whole scope, entities unioned and counted", False,
+    ),
 }
 
 

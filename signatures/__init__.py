@@ -11,6 +11,19 @@ from disambig.signatures.adf import (
 )
 from disambig.signatures.amd import DialogicAnswer, ReflectiveFeedback, SocraticQuestions
 from disambig.signatures.answer import ClosedBookAnswer, ConsolidateAnswer, Disambiguation, ExtractInterpretations
+from disambig.signatures.dfa import (
+    ClarifyAmbiguity,
+    ClassifyAggregationAmbiguity,
+    CountClosedBook,
+    CountFromPassages,
+    DirectRewrite,
+    EvaluateFilterResult,
+    JudgeBatch,
+    PlanFilterStep,
+    RewriteAggregationQuery,
+    SameEntity,
+    WriteRowTemplate,
+)
 from disambig.signatures.diva import ClassifyAmbiguity, PseudoInterpretations, VerifyRetrieval
 from disambig.signatures.expansion import ExpansionKeywords, PseudoDocument, ReasonedAnswer
 from disambig.signatures.judge import (
@@ -25,28 +38,39 @@ from disambig.signatures.verdict import AnswerReadings, ExecutionFeedback, Relax
 __all__ = [
     "AnswerReadings",
     "AnswerSimilarity",
+    "ClarifyAmbiguity",
+    "ClassifyAggregationAmbiguity",
     "ClassifyAmbiguity",
     "ClosedBookAnswer",
     "ClusterSubQuestion",
     "ConsolidateAnswer",
+    "CountClosedBook",
+    "CountFromPassages",
     "DeduplicateInterpretations",
     "DialogicAnswer",
+    "DirectRewrite",
     "Disambiguation",
     "DistinguishingPassage",
     "EntityPassage",
+    "EvaluateFilterResult",
     "ExecutionFeedback",
     "ExpansionKeywords",
     "ExtractInterpretations",
     "Intent",
     "InterpretationCovered",
+    "JudgeBatch",
     "MatchInterpretation",
     "MultiIntentSynthesis",
+    "PlanFilterStep",
     "PseudoDocument",
     "PseudoInterpretations",
     "ReasonedAnswer",
     "ReflectiveFeedback",
     "RelaxQuery",
+    "RewriteAggregationQuery",
+    "SameEntity",
     "SocraticQuestions",
     "VerifyRetrieval",
     "VerifySupport",
+    "WriteRowTemplate",
 ]
