@@ -209,24 +209,27 @@ class ExpandedRetriever(SharedIndex):
     def search_expanded(self, expansions: list[Expansion], k: int) -> list[list[Passage]]:
         raise NotImplementedError
 
-    def expand(self, query: str) -> Expansion:
-        """The expansion of ``query``: from the cache when this LM and program state expanded it before."""
+    def expand(self, query: str, expander: dspy.Module | None = None, use_cache: bool = True) -> Expansion:
+        """The expansion of ``query`` by ``expander`` (this retriever's own by default): from the cache when this
+        LM and program state expanded it before, unless ``use_cache`` is off."""
         query = check_query(query)
+        expander = expander or self.expander
         lm = self._current_lm()
-        key = expansion_key(lm_identity(lm), program_identity(self.expander), query)
-        row = self.cache.get(key) if self.cache else None
+        key = expansion_key(lm_identity(lm), program_identity(expander), query)
+        cache = self.cache if use_cache else None
+        row = cache.get(key) if cache else None
         if row is not None:
             self._count(cached=True)
             return Expansion.from_dict(row["expansion"])
         from disambig.lm.runtime import default_adapter
 
         with dspy.context(lm=lm, adapter=dspy.settings.adapter or default_adapter()), measured() as trace:
-            expansion = Expansion.from_prediction(query, self.expander(query=query))
+            expansion = Expansion.from_prediction(query, expander(query=query))
         self._count(trace=trace)
-        if self.cache:
+        if cache:
             cost = {"lm_calls": trace.lm_calls, "input_tokens": trace.input_tokens,
                     "output_tokens": trace.output_tokens, "seconds": round(trace.seconds, 3)}
-            self.cache.put(key, {"lm": lm_identity(lm), "program": type(self.expander).__name__,
+            cache.put(key, {"lm": lm_identity(lm), "program": type(expander).__name__,
                                  "expansion": expansion.to_dict(), "cost": cost})
         return expansion
 
@@ -365,8 +368,16 @@ def make_expander(method: str, temperature: float | None = POSTER_TEMPERATURE, m
         if path.suffix != ".json" or not path.is_file():
             raise ConfigurationError(f"expansion state {str(path)!r} is not a JSON file; pass the state file a "
                                      "compile saved (never pickle)")
-        expander.load(str(path))
+        expander.load_state(expander_state(json.loads(path.read_text(encoding="utf-8"))))
     return expander
+
+
+def expander_state(state: dict[str, Any]) -> dict[str, Any]:
+    """An expansion program's saved state, also from a compiled ``ExpansionSearch`` (keys ``expander.NAME``)."""
+    prefix = f"{ExpansionSearch.EXPANDER}."
+    if any(key.startswith(prefix) for key in state):
+        return {key.removeprefix(prefix): value for key, value in state.items() if key.startswith(prefix)}
+    return state
 
 
 def build_expanded(kind: str, corpus: str, settings: Any, embedder: Any = None, auto_build: bool = True, *,
@@ -410,3 +421,44 @@ def expansion_usage(retriever: Any) -> ExpansionUsage | None:
     """What a retriever's expansions have cost so far (None for a retriever that expands nothing)."""
     usage = getattr(retriever, "usage", None)
     return usage if isinstance(usage, ExpansionUsage) else None
+
+
+class ExpansionSearch(dspy.Module):
+    """A query-expansion retriever as a program, so its expansion prompts compile against a retrieval metric.
+
+    ``forward(question)`` expands the question with ``self.expander`` (a copy an optimizer may change) and searches
+    the retriever's index with it; the prediction holds the ranked ``passages`` (``{id, title, text, score}``) and
+    the ``expansion``. Its expansions are not read from the cache by default: an optimizer needs every predictor
+    call traced, and a compiled candidate's state differs from the cached one anyway. A compiled state loads back
+    into the retriever with ``build_retriever(kind, state=PATH)`` (``expander_state`` strips the prefix).
+
+    Args:
+        retriever: an ``ExpandedRetriever`` (``build_retriever("amd-sparse", ...)``).
+        k: passages returned (100, the deepest cut-off of the usual retrieval metrics).
+        use_cache: read and write the retriever's expansion cache.
+    """
+
+    EXPANDER = "expander"
+
+    def __init__(self, retriever: ExpandedRetriever, k: int = 100, use_cache: bool = False) -> None:
+        super().__init__()
+        if not isinstance(retriever, ExpandedRetriever):
+            raise ConfigurationError(f"ExpansionSearch needs a query-expansion retriever ({', '.join(EXPANDED_KINDS)}),"
+                                     f" got {getattr(retriever, 'name', type(retriever).__name__)!r}")
+        self.retriever, self.k, self.use_cache = retriever, k, use_cache
+        self.expander = retriever.expander
+
+    def forward(self, question: str) -> dspy.Prediction:
+        expansion = self.retriever.expand(question, self.expander, self.use_cache)
+        hits = self.retriever.search_expanded([expansion], min(self.k, self.retriever.size))[0]
+        passages = [{**p.to_dict(), "score": p.score} for p in hits]
+        return dspy.Prediction(passages=passages, expansion=expansion.to_dict())
+
+
+def beir_examples(dataset: str, split: str = "test", limit: int | None = None) -> list[dspy.Example]:
+    """The judged queries of a BEIR folder as examples: ``question`` (the input) and ``qrels`` (``{id: grade}``)."""
+    from disambig.data.corpus import load_beir_qrels, load_beir_queries
+
+    qrels = load_beir_qrels(dataset, split)
+    queries = [(qid, text) for qid, text in load_beir_queries(dataset).items() if qid in qrels][:limit]
+    return [dspy.Example(id=qid, question=text, qrels=qrels[qid]).with_inputs("question") for qid, text in queries]

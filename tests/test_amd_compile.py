@@ -1,0 +1,85 @@
+"""AMD's expansion prompts compile against nDCG@10 on judged queries (a tiny BEIR folder, a scripted LM), and the
+compiled state loads back as the amd-sparse retriever's program."""
+
+from __future__ import annotations
+
+import json
+
+import dspy
+import pytest
+from program_fakes import scripted_lm
+from retrieval_fakes import PASSAGES
+
+from disambig.errors import ConfigurationError
+from disambig.lm.adapter import CompactJSONAdapter
+from disambig.metrics.ranking import ranking_scores
+from disambig.optimizers.compile import CompileJob, compile_program
+from disambig.optimizers.recipes import Budget
+from disambig.programs.expanded_retrieval import ExpansionSearch, beir_examples
+from disambig.retrieval import build_retriever
+
+# Each query's sub-questions and answers name the animal its relevant passage is about, so BM25 over the expansion
+# puts that passage first (nDCG@10 = 1) whatever the query's own words.
+ANIMAL = {"striped horse": "zebra stripes", "night insect eater": "aardvark ants", "cold swimmer": "penguin ice"}
+
+
+def animal(user: str) -> str:
+    return next(words for query, words in ANIMAL.items() if query in user)
+
+
+RULES = {
+    "Ask three Socratic questions": lambda user: {kind: f"Is it about {animal(user)}?" for kind in
+                                                  ("clarification", "assumption_probing", "implication_probing")},
+    "Answer the question, raised": lambda user: {"answer": f"It is the {animal(user)}."},
+    "Review an answer": lambda user: {"keep": True, "refined_answer": f"The {animal(user)}."},
+}
+
+
+@pytest.fixture
+def beir(tmp_path):
+    """Three judged queries over the four passages; none shares a word with its relevant passage."""
+    folder = tmp_path / "animals"
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": p["id"], "title": p["title"], "text": p["text"]}) + "\n" for p in PASSAGES))
+    queries = [("q1", "striped horse"), ("q2", "night insect eater"), ("q3", "cold swimmer")]
+    (folder / "queries.jsonl").write_text("".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in queries))
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tp2\t1\nq2\tp1\t1\nq3\tp4\t1\n")
+    return str(folder)
+
+
+def ndcg_at_10(example, pred, trace=None):
+    """nDCG@10 of the predicted passages against the example's judgments (ranx); a pass/fail at 1 when tracing."""
+    run = {"q": {p["id"]: p["score"] for p in pred.passages}}
+    score = ranking_scores({"q": dict(example.qrels)}, run, ["ndcg@10"])["ndcg@10"]
+    return score >= 1.0 if trace is not None else score
+
+
+def test_beir_queries_become_examples_with_their_judgments(beir):
+    examples = beir_examples(beir)
+    assert [e.question for e in examples] == ["striped horse", "night insect eater", "cold swimmer"]
+    assert examples[0].qrels == {"p2": 1} and set(examples[0].inputs().keys()) == {"question"}
+
+
+def test_amd_compiles_against_ndcg_and_the_compiled_state_loads_as_the_retrievers_program(beir, settings, tmp_path):
+    lm, engine = scripted_lm(RULES)
+    dspy.configure(lm=lm, adapter=CompactJSONAdapter())
+    program = ExpansionSearch(build_retriever("amd-sparse", corpus=beir, settings=settings), k=4)
+    examples = beir_examples(beir)
+    assert ndcg_at_10(examples[0], program(question=examples[0].question)) == pytest.approx(1.0)
+    job = CompileJob("amd", beir, "ndcg@10", "bootstrap", Budget(demos=1), "scripted/rules", f"amd-sparse:{beir}")
+    result = compile_program(job, program, examples[:2], examples[2:], ndcg_at_10, tmp_path / "artifacts", {},
+                             {"lm": lm})
+    assert result.before == pytest.approx(1.0) and result.after == pytest.approx(1.0)
+    state = json.loads(result.state_path.read_text())
+    assert {"expander.socratic", "expander.dialogic", "expander.feedback"} <= state.keys()
+    loaded = build_retriever("amd-sparse", corpus=beir, settings=settings, state=str(result.state_path))
+    demo = loaded.expander.socratic.demos[0]
+    assert demo["query"] == "striped horse" and demo["clarification"] == "Is it about zebra stripes?"
+    calls = len(engine.calls)
+    assert loaded.search("cold swimmer", 1)[0].id == "p4" and len(engine.calls) == calls + 7
+
+
+def test_expansion_search_needs_an_expansion_retriever(beir, settings):
+    with pytest.raises(ConfigurationError, match="needs a query-expansion retriever"):
+        ExpansionSearch(build_retriever("bm25", corpus=beir, settings=settings))
