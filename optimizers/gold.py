@@ -12,7 +12,10 @@ Added fields (each only when the row has the material):
     ``disambiguations`` each gold question whose answer a kept passage states, with that passage's number
                         (ExtractInterpretations, ConsolidateAnswer);
     ``document``, ``interpretation``, ``answer``
-                        the first such passage alone, with its gold question and answer (ExecutionFeedback).
+                        the first such passage alone, with its gold question and answer (ExecutionFeedback);
+    ``intents``, ``concise_answer``
+                        one intent per gold interpretation (its question as the label, its answers as key facts,
+                        confidence 1) and the first interpretation's first answer (ADF's MultiIntentSynthesis).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any
 from disambig.data.text import normalize
 from disambig.programs.context import format_passages
 from disambig.retrieval.passage import Passage
-from disambig.signatures import Disambiguation
+from disambig.signatures import Disambiguation, Intent
 
 MAX_PASSAGES = 3
 MAX_CHARS = 600
@@ -44,6 +47,7 @@ def with_gold_fields(example: Any) -> Any:
         fields["passages"] = format_passages(passages)
         fields["disambiguations"] = pairs
     fields.update(feedback_fields(pairs, passages))
+    fields.update(synthesis_fields(interpretations))
     fields = {k: v for k, v in fields.items() if k not in example}
     return example.copy(**fields).with_inputs(*example.inputs().keys()) if fields else example
 
@@ -61,6 +65,16 @@ def feedback_fields(pairs: list[Disambiguation], passages: list[Passage]) -> dic
     first = pairs[0]
     return {"document": passage_text(passages[first.passage - 1]), "interpretation": first.question,
             "answer": first.answer}
+
+
+def synthesis_fields(interpretations: list[dict[str, Any]]) -> dict[str, Any]:
+    """ADF's structured synthesis demo: an intent per gold interpretation and the best single short answer."""
+    answered = [i for i in interpretations if i.get("answers")]
+    if not answered:
+        return {}
+    intents = [Intent(label=i["question"][:100], confidence=1.0, key_facts=[a[:160] for a in i["answers"][:3]])
+               for i in answered[:6]]
+    return {"intents": intents, "concise_answer": answered[0]["answers"][0]}
 
 
 def evidence_passages(evidence: list[dict[str, str]]) -> list[Passage]:

@@ -44,7 +44,9 @@ def test_inputs_and_metric_fields_are_unchanged():
 
 def test_rows_without_evidence_get_no_passages_and_single_readings_no_sub_questions():
     row = asqa_row(evidence=[], interpretations=[{"question": MEN, "answers": ["Cristiano Ronaldo"]}], long_answers=[])
-    assert with_gold_fields(row) is row
+    gold = with_gold_fields(row)
+    assert not {"passages", "disambiguations", "sub_questions", "long_answer", "document"} & set(gold.keys())
+    assert [i.label for i in gold.intents] == [MEN] and gold.concise_answer == "Cristiano Ronaldo"
 
 
 def test_long_passages_are_cut_at_a_word_boundary():
@@ -52,3 +54,10 @@ def test_long_passages_are_cut_at_a_word_boundary():
     gold = with_gold_fields(asqa_row(evidence=[{"title": "", "text": "Cristiano Ronaldo " + text}]))
     passage = gold.passages.removeprefix("[1] ")
     assert len(passage) <= MAX_CHARS + 4 and passage.endswith("word ...")
+
+
+def test_adf_synthesis_demo_has_one_intent_per_reading_and_a_concise_answer():
+    gold = with_gold_fields(asqa_row())
+    assert [intent.label for intent in gold.intents] == [i["question"] for i in asqa_row().interpretations]
+    assert gold.intents[0].key_facts == asqa_row().interpretations[0]["answers"][:3]
+    assert gold.concise_answer == asqa_row().interpretations[0]["answers"][0]
