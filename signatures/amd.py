@@ -11,7 +11,9 @@ from typing import Annotated
 import dspy
 from pydantic import Field
 
-SubQuestion = Annotated[str, Field(max_length=300)]
+# Bounds on each reply field: under grammar-constrained decoding they make a looping small model close the field, so
+# the three sub-questions fit the embedded model's 256-token reply (the poster's whole context is 512 tokens).
+SubQuestion = Annotated[str, Field(max_length=200)]
 Answer = Annotated[str, Field(max_length=800)]
 
 

@@ -20,7 +20,7 @@ class PseudoDocument(dspy.Signature):
 
     # query2doc (Q2D): one pseudo-document per query, appended to the query.
     query: str = dspy.InputField()
-    passage: Annotated[str, Field(max_length=1200)] = dspy.OutputField(desc="one paragraph")
+    passage: Annotated[str, Field(max_length=900)] = dspy.OutputField(desc="one paragraph")
 
 
 class ReasonedAnswer(dspy.Signature):
@@ -29,8 +29,8 @@ class ReasonedAnswer(dspy.Signature):
 
     # Chain-of-thought expansion (Q2C): the rationale and the answer are both appended to the query.
     query: str = dspy.InputField()
-    rationale: Annotated[str, Field(max_length=1000)] = dspy.OutputField(desc="the reasoning, a few sentences")
-    answer: Annotated[str, Field(max_length=400)] = dspy.OutputField()
+    rationale: Annotated[str, Field(max_length=600)] = dspy.OutputField(desc="the reasoning, a few sentences")
+    answer: Annotated[str, Field(max_length=200)] = dspy.OutputField()
 
 
 class ExpansionKeywords(dspy.Signature):
