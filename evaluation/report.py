@@ -28,7 +28,7 @@ def metric_means(scores: list[dict[str, float]], names: list[str] | None = None)
 
 
 def build_report(results: list[QuestionResult], params: dict[str, Any]) -> dict[str, Any]:
-    """Quality over all questions (failures score 0), corpus-level metrics, and cost and latency.
+    """Quality over all questions (a failure is scored as an empty answer), corpus-level metrics, cost and latency.
 
     Cost means and latency percentiles cover every question, failed ones included, so programs that fail
     on long, looping generations are not shown cheaper than they are: a failed question counts with its

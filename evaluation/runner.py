@@ -30,7 +30,8 @@ def run_questions(
 ) -> list[QuestionResult]:
     """Answer and score every example not already in ``log``; return all results in example order.
 
-    A question whose program or metric raises is recorded as a failure (its message kept, every score 0)
+    A question whose program or metric raises is recorded as a failure (its message kept, scored as an empty
+    answer: 0 on quality metrics, the error of a count of 0 on ACE/NACE)
     and the run goes on. Each worker runs in a copy of the caller's context, so ``dspy.context``
     settings made by the caller apply inside the threads too. Every row is stamped with the code that
     produced it; resuming a log written by other code is refused unless ``allow_mixed_code``.
@@ -81,10 +82,26 @@ def answer_one(program: Callable[..., Any], example: Any, metrics: dict[str, Met
             error = f"{type(exc).__name__}: {exc}"
     if error is not None:
         return QuestionResult(id=example.id, question=example.question, prediction=None,
-                              scores=dict.fromkeys(metrics, 0.0), error=error, trace=asdict(attempt),
+                              scores=score_empty_answer(example, metrics), error=error, trace=asdict(attempt),
                               code=code_stamp())
     return QuestionResult(id=example.id, question=example.question, prediction=_plain(prediction), scores=scores,
                           trace=dict(getattr(prediction, "trace", {}) or {}), code=code_stamp())
+
+
+def score_empty_answer(example: Any, metrics: dict[str, Metric]) -> dict[str, float]:
+    """A failed question's scores: each metric on an empty answer (no long answer, interpretations, passages or
+    count), so an error metric (ACE, NACE) charges the failure instead of reading it as perfect. A metric that
+    cannot score an empty answer gives 0."""
+    import dspy
+
+    empty = dspy.Prediction(long_answer="", answers=[], interpretations=[], passages=[])
+    scores = {}
+    for name, metric in metrics.items():
+        try:
+            scores[name] = float(metric(example, empty))
+        except Exception:  # noqa: BLE001 - the question already failed; its score falls back to 0
+            scores[name] = 0.0
+    return scores
 
 
 def _plain(prediction: Any) -> dict[str, Any]:

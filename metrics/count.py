@@ -6,9 +6,9 @@ The formulas are ``metrics/aggregation.py``'s (DFA paper §6.1). The example car
 ``disambig score``) is read from the long answer's leading number ("7: ..."), and without
 ``retained_chunk_ids`` from its passages' ids.
 
-ACE and NACE are errors (lower is better), so a failed question, which a report scores 0, looks perfect on
-them: read them with the report's failure count. ``count-score`` = 1 / (1 + NACE) is the higher-is-better
-form for optimisers (spec ``dfa.md`` §7).
+ACE and NACE are errors (lower is better); the evaluation harness scores a failed question as an empty answer
+(a count of 0), so a failure costs the whole gold count rather than looking perfect. ``count-score`` =
+1 / (1 + NACE) is the higher-is-better form for optimisers (spec ``dfa.md`` §7).
 """
 
 from __future__ import annotations

@@ -105,3 +105,13 @@ def test_a_failure_keeps_what_the_attempt_cost(tmp_path):
         outcome = run_eval(CONFIG, ask_then_fail, examples(1), {"exact": exact}, tmp_path, track=False)
     (failed,) = outcome.results
     assert failed.failed and failed.trace["lm_calls"] == 1 and failed.trace["seconds"] > 0
+
+
+def test_a_failure_is_scored_as_an_empty_answer_so_error_metrics_charge_it(tmp_path):
+    from disambig.metrics import get_metric
+
+    example = dspy.Example(id="c1", question="question 1?", gold_count=7, gold_chunk_ids=["a"]).with_inputs("question")
+    metrics = {"nace": get_metric("nace"), "ace": get_metric("ace"), "exact": exact}
+    outcome = run_eval(CONFIG, Scripted(fail_on=("question 1?",)), [example], metrics, tmp_path, track=False)
+    # an empty answer counts 0: ACE = |0 - 7| = 7, NACE = 7 / 7 = 1 (not the 0 of a perfect count)
+    assert outcome.results[0].scores == {"nace": pytest.approx(1.0), "ace": 7.0, "exact": 0.0}
