@@ -30,8 +30,8 @@ COSTS = ("lm_calls_per_q", "input_tokens_per_q", "output_tokens_per_q", "latency
 
 def run_one(program: str, dataset: str, args: argparse.Namespace) -> dict:
     from disambig.evaluation.session import EvalConfig, run_eval
-    from disambig.run_setup import prepare_run
     from disambig.programs import PROGRAMS
+    from disambig.run_setup import prepare_run
     from disambig.settings import load_settings
 
     settings = load_settings(lm=args.lm)

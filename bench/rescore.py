@@ -33,9 +33,11 @@ def rescore(run: Path) -> dict:
     extra = EXTRA.get(kind, []) + (["mrecall@5"] if retrieved else [])
     metrics |= build_metrics(extra, kind, None, None)
     result = score_predictions(rows, examples, metrics)
+    from disambig.evaluation.code_version import describe
+
     raw = [json.loads(line) for line in (run / "results.jsonl").read_text(encoding="utf-8").splitlines() if line]
-    stamps = sorted({json.dumps(r.get("code") or {}, sort_keys=True) for r in raw})
-    code = params.get("commit", "?") if stamps == ["{}"] else "; ".join(stamps)
+    stamps = sorted({describe(r.get("code") or {}) for r in raw})
+    code = params.get("commit", "?") if stamps == ["unknown code"] else "; ".join(stamps)
     return {"program": params["program"], "dataset": params["dataset"], "questions": result.questions,
             "failures": sum(r.get("error") is not None for r in raw), "code": code, "metrics": result.metrics}
 
@@ -58,14 +60,15 @@ def section(runs: Path, by_dataset: dict[str, list[dict]]) -> str:
     return "\n".join([*parts, END])
 
 
-def replace_section(path: Path, text: str) -> None:
-    """Put ``text`` between the markers of ``path`` (appended at the end the first time)."""
+def replace_section(path: Path, text: str, begin: str = BEGIN, end: str = END) -> None:
+    """Put ``text`` (which starts with ``begin`` and ends with ``end``) in place of the marked section of
+    ``path``, appended at the end the first time."""
     old = path.read_text(encoding="utf-8") if path.exists() else ""
-    if BEGIN not in old or END not in old:
+    if begin not in old or end not in old:
         path.write_text(f"{old.rstrip()}\n\n{text}\n", encoding="utf-8")
         return
-    head, _, rest = old.partition(BEGIN)
-    path.write_text(head + text + rest.partition(END)[2], encoding="utf-8")
+    head, _, rest = old.partition(begin)
+    path.write_text(head + text + rest.partition(end)[2], encoding="utf-8")
 
 
 def main() -> None:
