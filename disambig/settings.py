@@ -28,6 +28,8 @@ class Settings:
             off by default so measured times are real.
         verifier_lm: LM spec for DIVA's rewriting and verification steps; empty means "same as ``lm``".
         decoding: decoding preset of every LM: ``greedy`` or ``paper`` (DIVA's temperature 0.3, 300 tokens).
+        prompt_cache_mb: RAM for KV states of the embedded LM's earlier calls, so a prompt sharing a prefix with
+            any of them (the same instruction and demos) is not prefilled again; 0 reuses only the previous call's.
     """
 
     lm: str = "local"
@@ -38,6 +40,7 @@ class Settings:
     lm_cache: bool = False
     verifier_lm: str = ""
     decoding: str = "greedy"
+    prompt_cache_mb: int = 512
 
     def with_overrides(self, **overrides: object) -> Settings:
         """Return a copy with every override that is not None applied."""

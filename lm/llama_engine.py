@@ -23,6 +23,7 @@ from disambig.lm.truncation import close_truncated_json
 
 SUPPORTED_PARAMS = frozenset({"temperature", "max_tokens", "stop", "seed", "top_p", "response_format", "logprobs",
                               "top_logprobs"})
+DEFAULT_PROMPT_CACHE_MB = 512  # KV states of earlier calls kept for prefix reuse (~20 DIVA prompts of Qwen2.5-0.5B)
 TOO_LONG = re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)")
 
 
@@ -51,9 +52,9 @@ class LlamaEngine:
         threads: CPU threads for prefill and decode.
         ctx: context window in tokens.
         sha256: the file's pinned SHA-256; checked before the model loads (a file that fails is deleted).
-        prompt_cache_mb: also keep KV states of earlier calls in RAM (llama-cpp-python's ``LlamaRAMCache``) up
-            to this size, so a call can resume from any earlier call's prefix, not only the previous one's;
-            0 (default) keeps only llama.cpp's reuse of the prefix shared with the previous call.
+        prompt_cache_mb: also keep KV states of earlier calls in RAM up to this size, so a call resumes from
+            whichever earlier call shares its longest prefix (``disambig.lm.prompt_cache``); 0 keeps only
+            llama.cpp's reuse of the prefix shared with the previous call.
 
     Every call reports, as ``Usage.cache_read_tokens``, the prompt tokens whose KV state was reused instead of
     prefilled (from llama.cpp's own counters; within one token).
@@ -63,7 +64,7 @@ class LlamaEngine:
     supported_params = SUPPORTED_PARAMS
 
     def __init__(self, model_path: str, threads: int = 2, ctx: int = 8192, sha256: str | None = None,
-                 prompt_cache_mb: int = 0) -> None:
+                 prompt_cache_mb: int = DEFAULT_PROMPT_CACHE_MB) -> None:
         self.model_path = model_path
         self.threads = threads
         self.ctx = ctx
@@ -89,9 +90,9 @@ class LlamaEngine:
                 self.verified_sha256_ = verify_or_discard(self.model_path, self.sha256, Path(self.model_path).name)
             self._llama = _load_llama(self.model_path, self.threads, self.ctx)
             if self.prompt_cache_mb > 0:
-                from llama_cpp import LlamaRAMCache
+                from disambig.lm.prompt_cache import enable_prompt_cache
 
-                self._llama.set_cache(LlamaRAMCache(capacity_bytes=self.prompt_cache_mb << 20))
+                enable_prompt_cache(self._llama, self.prompt_cache_mb)
         return self._llama
 
     def model_file(self) -> ModelFile:

@@ -20,7 +20,8 @@ def build_lm(settings: Settings, spec: str | None = None, **kwargs: Any) -> Any:
     if settings.lm_cache:
         use_response_cache(settings.cache_dir)
     return make_lm(spec or settings.lm, threads=settings.threads, ctx=settings.ctx, cache_dir=settings.cache_dir,
-                   cache=settings.lm_cache, **{**decoding_kwargs(settings.decoding), **kwargs})
+                   cache=settings.lm_cache, prompt_cache_mb=settings.prompt_cache_mb,
+                   **{**decoding_kwargs(settings.decoding), **kwargs})
 
 
 def use_response_cache(cache_dir: str | Path) -> Path:

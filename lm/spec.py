@@ -93,6 +93,7 @@ def make_lm(
     ctx: int = 8192,
     cache: bool = False,
     cache_dir: str | Path | None = None,
+    prompt_cache_mb: int | None = None,
     **kwargs: Any,
 ) -> dspy.LM:
     """Build a ``dspy.LM`` from a spec. Configure it with ``dspy.configure(lm=...)``, never on predictors.
@@ -106,6 +107,8 @@ def make_lm(
         ctx: context window of the in-process model.
         cache: keep DSPy's response cache on (off by default so measurements are real).
         cache_dir: where an embedded model assembled from chunks is kept (default: the settings' cache directory).
+        prompt_cache_mb: RAM for KV states of earlier calls of the in-process model, reused when a prompt shares
+            their prefix (None: the engine's default, 512; 0: only the previous call's prefix is reused).
         **kwargs: passed to ``dspy.LM`` (for example ``seed`` or ``stop``).
 
     Raises:
@@ -122,7 +125,8 @@ def make_lm(
         from disambig.lm.llama_engine import LlamaEngine
 
         path, sha256 = _local_file(parsed, cache_dir)
-        engine = LlamaEngine(str(path), threads=threads, ctx=ctx, sha256=sha256)
+        extra = {} if prompt_cache_mb is None else {"prompt_cache_mb": prompt_cache_mb}
+        engine = LlamaEngine(str(path), threads=threads, ctx=ctx, sha256=sha256, **extra)
         return dspy.LM(
             f"local/{path.stem}",
             engine=engine,

@@ -49,6 +49,60 @@ def test_real_engine_reuses_a_shared_system_prompt(local_lm):
     with measured() as trace:
         for question in ("Who scored most?", "Who won in 1998?"):
             local_lm(dspy.lm15.Request(model=local_lm.model, system=system,
-                                       messages=(dspy.lm15.Message.user(question),)))
+                                       messages=(dspy.lm15.Message.user(question),),
+                                       config=dspy.lm15.Config(max_tokens=4, temperature=0.0)))
     # the second prompt shares the whole system turn with the first: well over half its tokens are reused
     assert trace.reused_prompt_tokens > trace.input_tokens / 4
+
+
+def test_ram_cache_is_on_by_default_and_can_be_turned_off(monkeypatch):
+    from disambig.lm import make_lm
+    from disambig.lm.runtime import build_lm
+    from disambig.settings import load_settings
+
+    assert make_lm("local").engine.prompt_cache_mb == 512
+    assert make_lm("local", prompt_cache_mb=0).engine.prompt_cache_mb == 0
+    monkeypatch.setenv("DISAMBIG_PROMPT_CACHE_MB", "0")
+    assert build_lm(load_settings()).engine.prompt_cache_mb == 0
+
+
+class FakeLlama:
+    def __init__(self, logits_all: bool) -> None:
+        self._logits_all = logits_all
+        self.cache = None
+
+    def set_cache(self, cache) -> None:
+        self.cache = cache
+
+
+@pytest.mark.parametrize("logits_all", [False, True])
+def test_kv_only_states_replace_the_full_ones_unless_logits_are_kept(logits_all):
+    from disambig.lm.prompt_cache import enable_prompt_cache
+
+    llama = FakeLlama(logits_all)
+    enable_prompt_cache(llama, 64)
+    assert llama.cache.capacity_bytes == 64 << 20
+    assert ("save_state" in vars(llama)) is not logits_all
+
+
+@pytest.mark.slow
+def test_a_prompt_seen_two_calls_ago_resumes_from_its_state_with_the_same_reply():
+    from disambig.lm import make_lm
+
+    def run(prompt_cache_mb: int) -> tuple[list[str], int]:
+        lm = make_lm("local", prompt_cache_mb=prompt_cache_mb)
+        config = dspy.lm15.Config(max_tokens=6, temperature=0.0)
+        first, second = "You classify questions. " * 40, "You rewrite questions. " * 40
+        replies = []
+        with measured() as trace:
+            for system, question in ((first, "q1"), (second, "q2"), (first, "q3")):
+                request = dspy.lm15.Request(model=lm.model, system=system, messages=(dspy.lm15.Message.user(question),),
+                                            config=config)
+                replies.append(lm(request).message.parts[0].text)
+        lm.engine.close()
+        return replies, trace.reused_prompt_tokens
+
+    plain, reused_plain = run(0)
+    cached, reused_cached = run(64)
+    assert cached == plain
+    assert reused_cached > reused_plain + 150  # the third call resumed from the first call's ~200-token system turn
