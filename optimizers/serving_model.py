@@ -1,41 +1,68 @@
 """MLflow models-from-code entry: a pyfunc that loads a compiled program from its JSON state.
 
 ``disambig compile`` logs this file as the model's code and the state + manifest as its artifacts, so
-nothing is pickled. Serving reads the LM from ``DISAMBIG_LM`` (default: the embedded model).
+nothing is pickled. The program, its knobs and its retriever (kind and corpus) come from the manifest logged with
+the state; run settings (LM spec, judge LM, cache directory of the indexes, threads...) from the ``DISAMBIG_*``
+variables of the process (default: the embedded model), which ``disambig batch`` sets for Spark executors. The LM
+and the loaded program are kept per process (``disambig.optimizers.serving_cache``), so a Spark worker that loads
+the model for every task builds them once.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import mlflow
 from mlflow.pyfunc import PythonModel
 
+ANSWER_FIELDS = ("question", "long_answer", "interpretations", "passages", "trace", "error", "extra")
+
 
 class CompiledProgram(PythonModel):
-    """``predict`` takes questions (a list, or a DataFrame with a ``question`` column) and returns answers."""
+    """``predict`` takes questions (a list, or a DataFrame with a ``question`` column) and returns one answer per
+    question: ``ANSWER_FIELDS``, where ``error`` is "" for an answered question and the exception otherwise (a failed
+    question never stops the others), and ``extra`` is the JSON of any other prediction field (a count, ...)."""
 
     def load_context(self, context: Any) -> None:
-        from disambig.optimizers.loading import load
-        from disambig.lm.runtime import build_lm, default_adapter
+        from disambig.lm.runtime import default_adapter
+        from disambig.optimizers.serving_cache import shared_lm, shared_program
         from disambig.settings import load_settings
 
         settings = load_settings()
-        self.program = load(Path(context.artifacts["state"]), settings=settings)
-        self.lm = build_lm(settings)
+        self.program = shared_program(Path(context.artifacts["state"]), settings)
+        self.lm = shared_lm(settings)
         self.adapter = default_adapter()
 
     def predict(self, context, model_input, params=None):  # noqa: ANN001, ANN201 - MLflow infers schemas from hints
         import dspy
 
-        questions = _questions(model_input)
         with dspy.context(lm=self.lm, adapter=self.adapter):
-            predictions = [self.program(question=q) for q in questions]
-        return [
-            {"question": q, "long_answer": p.long_answer, "interpretations": p.interpretations, "trace": p.trace}
-            for q, p in zip(questions, predictions, strict=True)
-        ]
+            return [_answer(self.program, q) for q in _questions(model_input)]
+
+
+def _answer(program: Any, question: str) -> dict[str, Any]:
+    """One question's answer row; an exception becomes the row's ``error``, with what the attempt cost."""
+    from dataclasses import asdict
+
+    from disambig.lm.usage import measured
+
+    prediction, error = None, ""
+    with measured() as attempt:
+        try:
+            prediction = program(question=question)
+        except Exception as exc:  # noqa: BLE001 - one bad question must not stop the batch; the error is kept
+            error = f"{type(exc).__name__}: {exc}"
+    if error:
+        return {"question": question, "long_answer": "", "interpretations": [], "passages": [],
+                "trace": asdict(attempt), "error": error, "extra": "{}"}
+    values = {k: prediction[k] for k in prediction.keys()} if hasattr(prediction, "keys") else {}
+    extra = {k: v for k, v in values.items() if k not in ANSWER_FIELDS}
+    return {"question": question, "long_answer": str(values.get("long_answer") or ""),
+            "interpretations": list(values.get("interpretations") or []),
+            "passages": list(values.get("passages") or []), "trace": dict(values.get("trace") or {}),
+            "error": "", "extra": json.dumps(extra, default=str, ensure_ascii=False)}
 
 
 def _questions(model_input: Any) -> list[str]:

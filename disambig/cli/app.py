@@ -11,6 +11,7 @@ import typer
 from disambig import __version__
 from disambig.cli import (
     ask_cmd,
+    batch_cmd,
     compile_cmd,
     data_cmd,
     eval_cmd,
@@ -34,6 +35,7 @@ app.command("compare")(eval_cmd.compare)
 app.command("score")(score_cmd.score)
 app.command("compile")(compile_cmd.compile_)
 app.command("serve")(serve_cmd.serve)
+app.command("batch")(batch_cmd.batch)
 app.add_typer(index_cmd.app, name="index")
 app.add_typer(data_cmd.app, name="data")
 app.command("search")(search_cmd.search)

@@ -1,0 +1,89 @@
+"""Question and answer tables on disk for ``disambig batch``: JSONL, CSV or Parquet, chosen by the file suffix.
+
+Answer columns holding lists or objects (interpretations, cited passage ids, passages, trace) are nested in JSONL
+and Parquet and JSON-encoded strings in CSV; reading a CSV decodes them back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from disambig.errors import ConfigurationError
+
+SUFFIXES = (".jsonl", ".csv", ".parquet")
+NESTED_COLUMNS = ("interpretations", "passage_ids", "passages", "trace")
+
+
+def table_format(path: Path) -> str:
+    """``jsonl``, ``csv`` or ``parquet`` from the suffix (``.json`` reads as JSONL)."""
+    suffix = ".jsonl" if path.suffix.lower() == ".json" else path.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise ConfigurationError(f"{str(path)!r} has suffix {path.suffix!r}; use one of {', '.join(SUFFIXES)}")
+    return suffix[1:]
+
+
+def read_table(path: Path) -> Any:
+    """The file as a pandas DataFrame, every column kept."""
+    import pandas as pd
+
+    if not path.is_file():
+        raise ConfigurationError(f"file {str(path)!r} does not exist")
+    kind = table_format(path)
+    if kind == "parquet":
+        frame = pd.read_parquet(path)
+        for column in set(NESTED_COLUMNS) & set(frame.columns):
+            frame[column] = [_plain(v) for v in frame[column]]
+        return frame
+    if kind == "csv":
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        for column in set(NESTED_COLUMNS) & set(frame.columns):
+            frame[column] = [json.loads(v) if v else None for v in frame[column]]
+        return frame
+    from disambig.data.jsonl import read_jsonl
+
+    return pd.DataFrame([row for _, row in read_jsonl(path)])
+
+
+def read_questions(path: Path) -> Any:
+    """The question table: it must have a ``question`` column; rows with an empty question are refused."""
+    frame = read_table(path)
+    if "question" not in frame.columns:
+        raise ConfigurationError(f"{str(path)!r} has no 'question' column (columns: {list(frame.columns)}); "
+                                 "name the column of questions 'question'")
+    empty = [i for i, q in enumerate(frame["question"]) if not isinstance(q, str) or not q.strip()]
+    if empty:
+        raise ConfigurationError(f"{str(path)!r} rows {empty[:5]} have no question text; fill or drop them")
+    return frame.reset_index(drop=True)
+
+
+def write_table(frame: Any, path: Path) -> Path:
+    """Write ``frame`` in the format of ``path``'s suffix, atomically (a reader never sees half a file)."""
+    kind = table_format(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    if kind == "parquet":
+        frame.to_parquet(partial, index=False)
+    elif kind == "csv":
+        encoded = frame.copy()
+        for column in set(NESTED_COLUMNS) & set(encoded.columns):
+            encoded[column] = [json.dumps(v, ensure_ascii=False) for v in encoded[column]]
+        encoded.to_csv(partial, index=False)
+    else:
+        lines = (json.dumps(_plain(row), ensure_ascii=False, default=str) for row in frame.to_dict("records"))
+        partial.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    os.replace(partial, path)
+    return path
+
+
+def _plain(value: Any) -> Any:
+    """Arrays and numpy scalars (as Parquet reads them back) as lists and numbers; NaN (pandas' missing) as None."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if hasattr(value, "tolist"):
+        return _plain(value.tolist())
+    return None if isinstance(value, float) and value != value else value
