@@ -16,8 +16,9 @@ from typing import Any
 
 import dspy
 
+from disambig.data.corpus import load_beir_qrels, load_beir_queries
 from disambig.data.jsonl import MalformedRowError, read_jsonl, require
-from disambig.data.root import QUESTION_SETS, resolve
+from disambig.data.root import CORPORA, QUESTION_SETS, find_named, resolve
 from disambig.data.spiderqa import aggregation_example
 from disambig.data.splits import in_split
 
@@ -25,10 +26,12 @@ DATASETS = tuple(QUESTION_SETS)
 
 
 def load_dataset(name: str, split: str = "all", limit: int | None = None) -> list[dspy.Example]:
-    """Load a named set (``asqa``, ``ambignq``; see ``disambig.data.root``), a JSONL file, or ``hf:NAME``.
+    """Load a named set (``asqa``, ``ambignq``; see ``disambig.data.root``), a JSONL file, a BEIR folder, or
+    ``hf:NAME``.
 
     Args:
-        name: dataset name (found under the data root), file path (ASQA or AmbigNQ rows), or ``hf:owner/name``
+        name: dataset name (found under the data root), file path (ASQA or AmbigNQ rows), a BEIR folder or named
+            BEIR corpus (``dbpedia-entity-5k``; its judged test queries, see ``beir_examples``), or ``hf:owner/name``
             (needs network; rows in either format).
         split: ``train``, ``dev``, ``test`` (by question hash, see ``disambig.data.splits``) or ``all``.
         limit: keep the first ``limit`` questions of the split.
@@ -43,11 +46,37 @@ def load_dataset(name: str, split: str = "all", limit: int | None = None) -> lis
 def _rows(name: str) -> list[dspy.Example]:
     if name.startswith("hf:"):
         return _from_hub(name[3:])
-    path = question_file(resolve(name, QUESTION_SETS, "dataset", "a JSONL file or hf:NAME"))
+    if beir_folder(name) is not None:
+        return beir_examples(name)
+    path = question_file(resolve(name, QUESTION_SETS, "dataset", "a JSONL file, a BEIR folder or hf:NAME"))
     label = name if name in QUESTION_SETS else path.stem
     return [aggregation_example(row, path.parent, f"{path}:{number}", label)
             if row_format(row, f"{path}:{number}") == "aggregation" else to_example(row, f"{path}:{number}", label)
             for number, row in read_jsonl(path)]
+
+
+def beir_folder(name: str) -> Path | None:
+    """The BEIR folder ``name`` is (a named corpus or a path holding ``queries.jsonl`` and ``qrels/``), else None."""
+    if name in QUESTION_SETS or name.startswith("hf:"):
+        return None
+    path = find_named(name) if name in CORPORA else Path(name).expanduser()
+    return path if (path / "queries.jsonl").is_file() and (path / "qrels").is_dir() else None
+
+
+def default_corpus(dataset: str) -> str:
+    """The corpus a run on ``dataset`` searches unless told otherwise: a BEIR dataset's own, else ``wiki-slice``."""
+    return dataset if beir_folder(dataset) is not None else "wiki-slice"
+
+
+def beir_examples(name: str, split: str = "test", limit: int | None = None) -> list[dspy.Example]:
+    """The queries judged in a BEIR folder's ``qrels/SPLIT.tsv`` as examples: ``id``, ``question`` (the input),
+    ``qrels`` (``{doc_id: grade}``) and ``dataset``; the retrieval metrics (``ndcg@10``, ``recall@100``) read
+    ``qrels``."""
+    qrels = load_beir_qrels(name, split)
+    queries = [(qid, text) for qid, text in load_beir_queries(name).items() if qid in qrels][:limit]
+    label = name if name in CORPORA else Path(name).name
+    return [dspy.Example(id=qid, question=text, qrels=qrels[qid], dataset=label).with_inputs("question")
+            for qid, text in queries]
 
 
 def question_file(path: Path) -> Path:
@@ -121,7 +150,7 @@ def ambignq_interpretations(row: dict[str, Any], where: str) -> list[dict[str, A
 
 def dataset_format(name: str) -> str:
     """``asqa``, ``ambignq`` or ``aggregation``: the row format of a named set, a JSONL file or a benchmark folder,
-    told by its first row.
+    told by its first row; ``beir`` for a BEIR folder.
 
     A hub set (``hf:NAME``) is not read here and gives ``""``.
 
@@ -132,7 +161,9 @@ def dataset_format(name: str) -> str:
         return name
     if name.startswith("hf:"):
         return ""
-    path = question_file(resolve(name, QUESTION_SETS, "dataset", "a JSONL file or hf:NAME"))
+    if beir_folder(name) is not None:
+        return "beir"
+    path = question_file(resolve(name, QUESTION_SETS, "dataset", "a JSONL file, a BEIR folder or hf:NAME"))
     for number, row in read_jsonl(path):
         return row_format(row, f"{path}:{number}")
     raise MalformedRowError(f"{path}: no rows")

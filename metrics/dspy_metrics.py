@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from disambig.errors import ConfigurationError
-from disambig.metrics import adf, adf_ranking, asqa, verdict
+from disambig.metrics import adf, adf_ranking, asqa, ranking, verdict
 from disambig.metrics.adf_judge import disambiguation_score, similarity_score
 from disambig.metrics.ambigqa import ambigqa_f1, example_annotations
 from disambig.metrics.count import COUNT_METRICS
@@ -103,6 +103,22 @@ def _titles_metric(fn: Callable[[list[str], set[str], int], float], k: int) -> C
     return score
 
 
+def judged(metric: str, k: int, by_title: Callable[[list[str], set[str], int], float]) -> Callable[[Any, Any], float]:
+    """``METRIC@k`` (ranx: ``ndcg``, ``recall``) of the prediction's passages against the example's ``qrels``
+    (BEIR judgments ``{doc_id: grade}``, by passage id); an example without them is scored by ``by_title`` over its
+    relevant titles."""
+
+    def score(example: Any, pred: Any) -> float:
+        qrels = getattr(example, "qrels", None)
+        if qrels is None:
+            return _titles_metric(by_title, k)(example, pred)
+        passages = getattr(pred, "passages", None) or []
+        ids = [str(p["id"] if isinstance(p, dict) else p.id) for p in passages]
+        return ranking.query_score(dict(qrels), ids, f"{metric}@{k}")
+
+    return score
+
+
 def as_dspy_metric(name: str, fn: Callable[[Any, Any], float]) -> Callable[..., float | bool]:
     """Wrap ``fn(example, pred)`` as ``metric(example, pred, trace=None)``."""
 
@@ -118,8 +134,9 @@ METRICS: dict[str, Callable[[Any, Any], float]] = {
     "em": em, "f1": f1, "answer-f1": answer_f1, "ambigqa-f1": ambigqa, "d-f1": d_f1, "d-precision": d_precision,
     "str-em": asqa.str_em, "rouge-l": rouge, "mrecall@5": mrecall(5),
     "adf-f1": adf.adf_f1, "adf-rouge-l": adf.adf_rouge_l, "adf-rouge-l-nostem": adf.adf_rouge_l_nostem,
-    "adf-ndcg@5": _titles_metric(adf_ranking.adf_ndcg_at_k, 5), "ndcg@5": _titles_metric(adf_ranking.ndcg_at_k, 5),
-    "adf-recall@5": _titles_metric(adf_ranking.adf_recall_at_k, 5),
+    "adf-ndcg@5": _titles_metric(adf_ranking.adf_ndcg_at_k, 5), "ndcg@5": judged("ndcg", 5, adf_ranking.ndcg_at_k),
+    "adf-recall@5": _titles_metric(adf_ranking.adf_recall_at_k, 5), "recall@5": judged("recall", 5,
+                                                                                     adf_ranking.adf_recall_at_k),
     "num-interpretations": verdict.num_interpretations,
     **COUNT_METRICS,  # DFA's ACE, NACE, chunk recall and count-score over "aggregation" examples
 }
@@ -139,7 +156,8 @@ JUDGE_METRICS: dict[str, Callable[[Any, Any, Judge], float]] = {
 
 PATTERNS: dict[str, Callable[[int], Callable[..., float]]] = {
     "mrecall": mrecall,
-    "ndcg": lambda k: _titles_metric(adf_ranking.ndcg_at_k, k),
+    "ndcg": lambda k: judged("ndcg", k, adf_ranking.ndcg_at_k),
+    "recall": lambda k: judged("recall", k, adf_ranking.adf_recall_at_k),
     "adf-ndcg": lambda k: _titles_metric(adf_ranking.adf_ndcg_at_k, k),
     "adf-recall": lambda k: _titles_metric(adf_ranking.adf_recall_at_k, k),
 }

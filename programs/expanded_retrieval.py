@@ -453,12 +453,3 @@ class ExpansionSearch(dspy.Module):
         hits = self.retriever.search_expanded([expansion], min(self.k, self.retriever.size))[0]
         passages = [{**p.to_dict(), "score": p.score} for p in hits]
         return dspy.Prediction(passages=passages, expansion=expansion.to_dict())
-
-
-def beir_examples(dataset: str, split: str = "test", limit: int | None = None) -> list[dspy.Example]:
-    """The judged queries of a BEIR folder as examples: ``question`` (the input) and ``qrels`` (``{id: grade}``)."""
-    from disambig.data.corpus import load_beir_qrels, load_beir_queries
-
-    qrels = load_beir_qrels(dataset, split)
-    queries = [(qid, text) for qid, text in load_beir_queries(dataset).items() if qid in qrels][:limit]
-    return [dspy.Example(id=qid, question=text, qrels=qrels[qid]).with_inputs("question") for qid, text in queries]

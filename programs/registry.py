@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,11 +12,13 @@ from disambig.errors import ConfigurationError
 
 @dataclass(frozen=True)
 class ProgramInfo:
-    """A registered program: where its class lives, what it does, and whether it needs a retriever."""
+    """A registered program: where its class lives, what it does, whether it needs a retriever, and which one
+    it gets when none is named."""
 
     target: str
     summary: str
     needs_retriever: bool
+    default_retriever: str = "hybrid"
 
 
 PROGRAMS: dict[str, ProgramInfo] = {
@@ -82,6 +85,11 @@ PROGRAMS: dict[str, ProgramInfo] = {
         "disambig.programs.count_baselines:MapCount",
         "eq. 2 by brute force: one judge call per chunk of the whole scope, entities unioned and counted", False,
     ),
+    "amd": ProgramInfo(
+        "disambig.programs.expanded_retrieval:ExpansionSearch",
+        "AMD's query expansion as a program over its retriever (amd-sparse, amd-dense, amd-rrf, q2d-..., genqr-...): "
+        "ranked passages to compile its prompts against nDCG@10 / recall@K on a BEIR folder", True, "amd-sparse",
+    ),
 }
 
 
@@ -97,18 +105,42 @@ def unknown_program(name: str) -> ConfigurationError:
 
 
 def retriever_kind(name: str, requested: str | None = None) -> str:
-    """The retriever a run of program ``name`` uses: ``requested``, else hybrid if it needs one, else ""."""
+    """The retriever a run of program ``name`` uses: ``requested``, else its default if it needs one, else ""."""
     info = PROGRAMS.get(name)
-    return requested or ("hybrid" if info is not None and info.needs_retriever else "")
+    return requested or (info.default_retriever if info is not None and info.needs_retriever else "")
 
 
 def build_program(name: str, retriever: Any = None, **kwargs: Any) -> Any:
-    """Instantiate the program registered as ``name``."""
+    """Instantiate the program registered as ``name``; ``kwargs`` are its constructor arguments (``program_options``).
+
+    Raises:
+        ConfigurationError: an unregistered name, a missing retriever, or an argument the constructor does not take.
+    """
     info = PROGRAMS.get(name)
     if info is None:
         raise unknown_program(name)
     if info.needs_retriever and retriever is None:
         raise ConfigurationError(f"program {name!r} needs a retriever; pass --retriever bm25|dense|hybrid")
-    module_name, _, class_name = info.target.partition(":")
-    cls = getattr(importlib.import_module(module_name), class_name)
+    cls = program_class(name)
+    valid = program_options(name)
+    unknown = sorted(set(kwargs) - set(valid)) if valid is not None else []
+    if unknown:
+        raise ConfigurationError(f"program {name!r} takes no option {unknown[0]!r}; its options: {', '.join(valid)}")
     return cls(retriever=retriever, **kwargs)
+
+
+def program_class(name: str) -> type:
+    """The class registered as ``name`` (imported on demand)."""
+    if name not in PROGRAMS:
+        raise unknown_program(name)
+    module_name, _, class_name = PROGRAMS[name].target.partition(":")
+    return getattr(importlib.import_module(module_name), class_name)
+
+
+def program_options(name: str) -> list[str] | None:
+    """The constructor arguments of program ``name`` other than ``retriever`` (what ``--option KEY=VALUE`` may
+    set), in signature order; None when the constructor takes any keyword."""
+    parameters = inspect.signature(program_class(name)).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return None
+    return [p.name for p in parameters if p.name != "retriever" and p.kind is not inspect.Parameter.VAR_POSITIONAL]

@@ -10,12 +10,13 @@ import pytest
 from program_fakes import scripted_lm
 from retrieval_fakes import PASSAGES
 
+from disambig.data.loaders import beir_examples
 from disambig.errors import ConfigurationError
 from disambig.lm.adapter import CompactJSONAdapter
 from disambig.metrics.ranking import ranking_scores
 from disambig.optimizers.compile import CompileJob, compile_program
 from disambig.optimizers.recipes import Budget
-from disambig.programs.expanded_retrieval import ExpansionSearch, beir_examples
+from disambig.programs.expanded_retrieval import ExpansionSearch
 from disambig.retrieval import build_retriever
 
 # Each query's sub-questions and answers name the animal its relevant passage is about, so BM25 over the expansion
@@ -83,3 +84,60 @@ def test_amd_compiles_against_ndcg_and_the_compiled_state_loads_as_the_retriever
 def test_expansion_search_needs_an_expansion_retriever(beir, settings):
     with pytest.raises(ConfigurationError, match="needs a query-expansion retriever"):
         ExpansionSearch(build_retriever("bm25", corpus=beir, settings=settings))
+
+
+@pytest.fixture
+def beir_splits(tmp_path):
+    """Four judged queries whose question hashes put two in train (q1, q3) and two in dev (q2, q4)."""
+    folder = tmp_path / "animals-split"
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": p["id"], "title": p["title"], "text": p["text"]}) + "\n" for p in PASSAGES))
+    queries = [("q1", "striped horse?"), ("q2", "night insect eater"), ("q3", "cold swimmer?"),
+               ("q4", "which striped horse?")]
+    (folder / "queries.jsonl").write_text("".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in queries))
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tp2\t1\nq2\tp1\t1\nq3\tp4\t1\n"
+                                               "q4\tp2\t1\n")
+    return str(folder)
+
+
+def test_a_beir_folder_loads_as_a_dataset_split_by_question_hash(beir_splits):
+    from disambig.data.loaders import dataset_format, default_corpus, load_dataset
+
+    assert [e.id for e in load_dataset(beir_splits, split="train")] == ["q1", "q3"]
+    dev = load_dataset(beir_splits, split="dev")
+    assert [e.id for e in dev] == ["q2", "q4"] and dev[0].qrels == {"p1": 1}
+    assert set(dev[0].inputs().keys()) == {"question"} and dev[0].dataset == "animals-split"
+    assert dataset_format(beir_splits) == "beir" and default_corpus(beir_splits) == beir_splits
+    assert default_corpus("asqa") == "wiki-slice"
+
+
+def test_compile_amd_against_ndcg_through_the_command_line(beir_splits, monkeypatch, tmp_path):
+    from typer.testing import CliRunner
+
+    from disambig.cli import app
+    from disambig.optimizers.loading import load
+
+    lm, _ = scripted_lm(RULES)
+    monkeypatch.setattr("disambig.lm.runtime.build_lm", lambda settings, spec=None, **kw: lm)
+    monkeypatch.setenv("DISAMBIG_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "artifacts"
+    result = CliRunner().invoke(app, [  # no --corpus: the BEIR dataset's own corpus is searched
+        "compile", "amd", "--metric", "ndcg@10", "--dataset", beir_splits, "--retriever", "amd-sparse",
+        "--train", "2", "--val", "2", "--demos", "1", "--no-track", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "before 1.0000 → after 1.0000" in result.output  # every expansion names the relevant passage's animal
+    state_path = out / "amd" / "animals-split" / "bootstrap.json"
+    manifest = json.loads((state_path.parent / "manifest.json").read_text())["bootstrap"]
+    assert manifest["retriever"] == f"amd-sparse:{beir_splits}" and manifest["scores"]["train_size"] == 2
+    with dspy.context(lm=lm, adapter=CompactJSONAdapter()):
+        program = load(state_path)
+        assert program.expander.socratic.demos and program(question="cold swimmer").passages[0]["id"] == "p4"
+
+
+def test_amd_is_registered_with_its_expansion_retriever_by_default():
+    from disambig.programs import PROGRAMS, retriever_kind
+
+    assert PROGRAMS["amd"].target.endswith("expanded_retrieval:ExpansionSearch")
+    assert retriever_kind("amd") == "amd-sparse" and retriever_kind("amd", "amd-rrf") == "amd-rrf"
+    assert retriever_kind("diva") == "hybrid" and retriever_kind("dfa") == ""

@@ -191,3 +191,21 @@ def test_mrecall_registry_takes_any_positive_k():
     assert get_metric("mrecall@1")(ex, pred) == 1.0 and get_metric("mrecall@5")(ex, pred) == 0.0
     with pytest.raises(ConfigurationError, match="any positive K"):
         get_metric("mrecall@0")
+
+
+# Judged ranking metrics: a BEIR example carries qrels {doc_id: grade}; the prediction's passages are read in order.
+# Run p2, p9, p1 against {p1: 1, p2: 2}: DCG@10 = 2/log2(2) + 1/log2(4) = 2.5; IDCG = 2 + 1/log2(3) = 2.6309;
+# nDCG@10 = 0.9502. Recall@2 = 1/2 (p2 only), recall@3 = 1.
+@pytest.mark.parametrize(("name", "expected"), [("ndcg@10", 2.5 / (2 + 1 / math.log2(3))), ("recall@2", 0.5),
+                                                ("recall@3", 1.0), ("ndcg@5", 2.5 / (2 + 1 / math.log2(3)))])
+def test_ndcg_and_recall_read_the_examples_qrels_by_passage_id(name, expected):
+    example = dspy.Example(question="q", qrels={"p1": 1, "p2": 2}).with_inputs("question")
+    pred = dspy.Prediction(passages=[{"id": pid, "title": ""} for pid in ("p2", "p9", "p1")])
+    assert get_metric(name)(example, pred) == pytest.approx(expected, abs=1e-4)
+
+
+def test_without_qrels_ndcg_and_recall_fall_back_to_titles():
+    example = dspy.Example(question="q", relevant_titles=["A", "B"]).with_inputs("question")
+    pred = dspy.Prediction(passages=[{"id": "x", "title": "B"}, {"id": "y", "title": "C"}])
+    assert get_metric("recall@5")(example, pred) == pytest.approx(0.5)     # B of {A, B}
+    assert get_metric("ndcg@5")(example, pred) == pytest.approx(1 / (1 + 1 / math.log2(3)))
