@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from disambig.errors import ConfigurationError, MissingDependencyError
-from disambig.optimizers.batch_io import read_questions, read_table, write_table
+from disambig.optimizers.batch_io import object_column, read_questions, read_table, write_table
 from disambig.settings import Settings
 
 Engine = Literal["local", "spark"]
@@ -140,7 +140,8 @@ def merge_answers(previous: Any, chunk: Any, answers: list[dict[str, Any]]) -> A
     """The output table after one chunk: previous rows, with this chunk's rows added or replacing failed ones."""
     import pandas as pd
 
-    fresh = chunk.reset_index(drop=True).assign(**{c: [a[c] for a in answers] for c in ANSWER_COLUMNS})
+    fresh = chunk.reset_index(drop=True)
+    fresh = fresh.assign(**{c: object_column([a[c] for a in answers], fresh.index) for c in ANSWER_COLUMNS})
     if previous is None:
         return fresh
     replaced = {row_key(r) for r in fresh.to_dict("records")}
@@ -287,3 +288,70 @@ def spark_session(master: str) -> Iterator[Any]:
         yield spark
     finally:
         spark.stop()
+
+
+class BatchAnswerError(RuntimeError):
+    """A question the batch path could not answer; the message is the error its row kept."""
+
+
+class StoredAnswers:
+    """A program stand-in for the evaluation harness: ``(question=...)`` returns the prediction the batch path
+    computed for that question, or raises its error, so the existing scoring and report code run unchanged."""
+
+    def __init__(self, rows: dict[str, dict[str, Any]]) -> None:
+        self.rows = rows
+
+    def __call__(self, question: str) -> Any:
+        row = self.rows.get(question)
+        if row is None:
+            raise BatchAnswerError(f"question {question!r} was not answered by the batch")
+        if row["error"]:
+            raise BatchAnswerError(row["error"])
+        return prediction_of(row)
+
+
+def prediction_of(row: dict[str, Any]) -> Any:
+    """An answer row as the ``dspy.Prediction`` the program returned (its extra fields, a count..., included)."""
+    import dspy
+
+    return dspy.Prediction(long_answer=row["long_answer"], interpretations=row["interpretations"],
+                           passages=row["passages"], trace=row["trace"], **json.loads(row["extra"]))
+
+
+def answer_examples(
+    model: str,
+    examples: list[Any],
+    results_path: Path,
+    engine: Engine = "spark",
+    settings: Settings | None = None,
+    master: str = "local[2]",
+    partitions: int | None = None,
+) -> StoredAnswers:
+    """Answer the examples not yet in the evaluation's ``results_path`` through the batch path, for
+    ``run_questions`` to score. Only question-only inputs travel through the pyfunc model."""
+    from disambig.evaluation.records import ResultLog
+    from disambig.settings import load_settings
+
+    check_engine(engine, partitions)
+    extra_inputs = sorted({k for ex in examples for k in ex.inputs().keys()} - {"question"})
+    if extra_inputs:
+        raise ConfigurationError(f"the batch path passes only the question to the model, but these examples also "
+                                 f"take {extra_inputs}; evaluate them with --engine local")
+    done = {r.id for r in ResultLog(results_path).load()}
+    questions = list(dict.fromkeys(ex.question for ex in examples if ex.id not in done))
+    if not questions:
+        return StoredAnswers({})
+    with model_location(model) as location, answerer(engine, location, settings or load_settings(), master,
+                                                     partitions) as answer:
+        return StoredAnswers(dict(zip(questions, answer(questions), strict=True)))
+
+
+@contextmanager
+def program_state(name: str, program: Any, retriever: str = "") -> Iterator[str]:
+    """An uncompiled ``program`` saved as a compiled state (its seed demos, no optimizer) in a temporary folder,
+    so the batch path can serve it like any artifact; ``retriever`` is its ``kind:corpus``."""
+    from disambig.optimizers.artifact import save_artifact
+
+    with tempfile.TemporaryDirectory(prefix="disambig-state-") as folder:
+        manifest = {"program": name, "retriever": retriever, "optimizer": "none"}
+        yield str(save_artifact(program, Path(folder) / f"{name}.json", manifest))

@@ -26,7 +26,21 @@ def table_format(path: Path) -> str:
 
 
 def read_table(path: Path) -> Any:
-    """The file as a pandas DataFrame, every column kept."""
+    """The file as a pandas DataFrame, every column kept; an ``error`` column holds None where there is none."""
+    frame = _read(path)
+    if "error" in frame.columns:
+        frame["error"] = object_column([e if isinstance(e, str) and e else None for e in frame["error"]], frame.index)
+    return frame
+
+
+def object_column(values: list[Any], index: Any = None) -> Any:
+    """``values`` as a pandas object column (pandas 3 would turn None among strings into NaN)."""
+    import pandas as pd
+
+    return pd.Series(values, index=index, dtype=object)
+
+
+def _read(path: Path) -> Any:
     import pandas as pd
 
     if not path.is_file():

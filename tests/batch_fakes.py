@@ -1,9 +1,10 @@
 """A scripted LM that every process builds from configuration: ``DISAMBIG_LM_FACTORY=<this file>:scripted_lm``.
 
 It answers a closed-book question with a text made from the question, so answers are equal in any process; a
-question containing ``POISON`` raises. ``DISAMBIG_SCRIPTED_DELAY`` (seconds) makes each call wait like a remote LM,
-and ``DISAMBIG_SCRIPTED_LOG`` names a file where each call appends its question (to count calls across processes).
-Loaded by path in Spark workers, so it imports nothing from the tests folder.
+question containing ``POISON`` raises. Read at each call: ``DISAMBIG_SCRIPTED_DELAY`` (seconds) makes it wait like a
+remote LM, ``DISAMBIG_SCRIPTED_LOG`` names a file where it appends its question (to count calls across processes).
+``DISAMBIG_SCRIPTED_BUILDS`` names a file where each build appends its process id. Loaded by path in Spark workers,
+so it imports nothing from the tests folder.
 """
 
 from __future__ import annotations
@@ -28,21 +29,15 @@ class QuestionEchoEngine:
     supports_response_schema = True
     supported_params = frozenset({"temperature", "max_tokens", "stop", "seed", "top_p", "response_format"})
 
-    def __init__(self, delay: float = 0.0, log: str = "") -> None:
-        self.delay = delay
-        self.log = log
-
     def complete(self, request: Any) -> Any:
         from dspy.lm15 import Message, Response, TextPart, Usage
 
         user = request.messages[-1].text or ""
         question = user.partition("question:")[2].strip()
-        if self.log:
-            with open(self.log, "a", encoding="utf-8") as handle:
-                handle.write(json.dumps(question) + "\n")
+        append(os.environ.get("DISAMBIG_SCRIPTED_LOG", ""), json.dumps(question))
         if POISON in question:
             raise RuntimeError(f"poisoned question {question!r}")
-        time.sleep(self.delay)
+        time.sleep(float(os.environ.get("DISAMBIG_SCRIPTED_DELAY", "0")))
         text = json.dumps({"long_answer": scripted_answer(question)})
         usage = Usage(input_tokens=len(user.split()), output_tokens=len(text.split()))
         return Response(id=None, model=request.model, message=Message.assistant([TextPart(text)]),
@@ -57,9 +52,14 @@ class QuestionEchoEngine:
         pass
 
 
-def scripted_lm(settings: Any) -> Any:
+def append(path: str, line: str) -> None:
+    if path:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+
+
+def scripted_lm(settings: Any = None) -> Any:
     import dspy
 
-    engine = QuestionEchoEngine(float(os.environ.get("DISAMBIG_SCRIPTED_DELAY", "0")),
-                                os.environ.get("DISAMBIG_SCRIPTED_LOG", ""))
-    return dspy.LM("scripted/echo", engine=engine, cache=False, num_retries=0)
+    append(os.environ.get("DISAMBIG_SCRIPTED_BUILDS", ""), str(os.getpid()))
+    return dspy.LM("scripted/echo", engine=QuestionEchoEngine(), cache=False, num_retries=0)

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from disambig.cli import options
+from disambig.cli import batch_cmd, options
 from disambig.cli.errors import user_errors
 from disambig.settings import load_settings
 
@@ -35,20 +35,30 @@ def evaluate(
     allow_mixed_code: bool = typer.Option(False, "--allow-mixed-code",
                                           help="Resume a run folder whose answers came from other code."),
     cache: bool | None = options.CACHE,
+    option: list[str] = options.PROGRAM_OPTION,
+    engine: str = typer.Option("local", "--engine", help="local, or spark: answer through the program's MLflow "
+                               "pyfunc as a Spark UDF (as `disambig batch`), then score here the same way."),
+    master: str = batch_cmd.MASTER,
+    partitions: int | None = batch_cmd.PARTITIONS,
 ) -> None:
     """Run PROGRAM on a dataset split: progress, per-question JSONL (resumable), report.json, plot, MLflow run."""
     from disambig.evaluation.session import EvalConfig, run_eval
     from disambig.run_setup import default_split, prepare_run
 
     split = split or default_split(dataset)
+    program_options = options.parse_program_options(option, program, artifact)
     options.export_lm_roles(verifier_lm, decoding)
     settings = load_settings(lm=lm, judge_lm=judge_lm, threads=threads, lm_cache=cache)
-    run = prepare_run(settings, program, dataset, split, limit, list(metric), retriever, corpus, artifact)
+    run = prepare_run(settings, program, dataset, split, limit, list(metric), retriever, corpus, artifact,
+                      program_options)
     config = EvalConfig(program=program, dataset=dataset, split=split, limit=limit, lm=settings.lm,
                         judge_lm=run.judge_lm, retriever=run.retriever_name,
                         metrics=tuple(run.metrics), artifact=artifact,
-                        cache=settings.lm_cache)  # the report says whether LM responses came from the cache
+                        cache=settings.lm_cache,  # the report says whether LM responses came from the cache
+                        options=program_options)
     out_dir = out or config.default_out()
+    if engine != "local":
+        run.program = _batch_answers(engine, artifact, program, run, out_dir, settings, master, partitions)
     console = wide_console()
     with _progress(console) as progress:
         task = progress.add_task(f"{program} on {dataset}/{split}", total=len(run.examples))
@@ -59,6 +69,19 @@ def evaluate(
     console.print(f"results: {out_dir}/results.jsonl · report: {out_dir}/report.json · plot: {out_dir}/tradeoff.png")
     if outcome.mlflow_run_id:
         console.print(f"MLflow run {outcome.mlflow_run_id}")
+
+
+def _batch_answers(engine: str, artifact: str, name: str, run: object, out_dir: Path, settings: object, master: str,
+                   partitions: int | None) -> object:
+    """The run's answers computed up front by the batch path (``disambig.optimizers.batch``), as a program."""
+    from contextlib import nullcontext
+
+    from disambig.evaluation.session import RESULTS_FILE
+    from disambig.optimizers.batch import answer_examples, program_state
+
+    source = nullcontext(artifact) if artifact else program_state(name, run.program, run.retriever_name)
+    with source as model:
+        return answer_examples(model, run.examples, out_dir / RESULTS_FILE, engine, settings, master, partitions)
 
 
 @user_errors
