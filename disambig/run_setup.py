@@ -31,9 +31,10 @@ def prepare_run(
     retriever_kind: str | None,
     corpus: str,
     artifact: str = "",
+    options: dict[str, Any] | None = None,
 ) -> PreparedRun:
-    """Load the split, build the program and its retriever (or load a compiled ``artifact`` of ``program``),
-    resolve metrics, and configure the LM."""
+    """Load the split, build the program with its constructor ``options`` and its retriever (or load a compiled
+    ``artifact`` of ``program``), resolve metrics, and configure the LM."""
     from disambig.data import load_dataset
     from disambig.data.loaders import dataset_format
     from disambig.lm.runtime import build_lm, configure_dspy
@@ -55,7 +56,8 @@ def prepare_run(
         from disambig.retrieval import build_retriever
 
         retriever = build_retriever(kind, corpus=corpus, settings=settings)
-    module = load_compiled(artifact, program, retriever, settings) if artifact else build_program(program, retriever)
+    module = (load_compiled(artifact, program, retriever, settings) if artifact
+              else build_program(program, retriever, **(options or {})))
     names = with_inputs(metric_names) if metric_names else default_metrics(dataset_format(dataset), bool(kind))
     lm = build_lm(settings)
     metrics = resolve_metrics(names, settings, program_lm=lm)

@@ -34,6 +34,7 @@ class EvalConfig:
     metrics: tuple[str, ...] = ()
     artifact: str = ""
     cache: bool = False  # DSPy's LM response cache was on (timings of cached calls are not LM time)
+    options: dict[str, Any] = field(default_factory=dict)  # the program's constructor arguments (--option)
 
     def default_out(self, root: Path = Path("runs")) -> Path:
         name = f"{self.program}-{Path(self.dataset).stem}-{self.split}-{self.limit or 'all'}"
@@ -87,7 +88,9 @@ def claim_run_dir(out_dir: Path, config: EvalConfig) -> dict[str, Any]:
     path = out_dir / PARAMS_FILE
     if path.exists():
         previous = json.loads(path.read_text(encoding="utf-8"))
-        differing = sorted(k for k in asdict(config) if k != "metrics" and previous.get(k) != params[k])
+        defaults = asdict(EvalConfig(program="", dataset=""))  # a field newer than the folder's params: its default
+        differing = sorted(k for k in asdict(config)
+                           if k != "metrics" and previous.get(k, defaults[k]) != params[k])
         if differing:
             raise ConfigurationError(
                 f"{str(out_dir)!r} holds a run with different {', '.join(differing)}; "

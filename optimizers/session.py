@@ -29,17 +29,19 @@ def run_compile(
     register: bool,
     reflection_lm: str | None = None,
     knob_trials: int = 0,
+    options: dict[str, Any] | None = None,
 ) -> tuple[CompileResult, dict[str, str]]:
     """Load the train and held-out splits, build everything, compile, and optionally log to MLflow.
 
     With ``knob_trials`` > 0 the program's numeric knobs are first searched with optuna, scored on the
-    train split (the held-out split stays unseen until the before/after scores).
+    train split (the held-out split stays unseen until the before/after scores). ``options`` are constructor
+    arguments fixed by the user (``--option``); they are not searched, and the manifest's knobs record them.
     """
     from disambig.data import load_dataset
+    from disambig.lm.runtime import build_lm, configure_dspy
     from disambig.metrics import get_metric, is_judge_metric
     from disambig.programs import build_program
     from disambig.programs import retriever_kind as default_kind
-    from disambig.lm.runtime import build_lm, configure_dspy
 
     metric = None if is_judge_metric(metric_name) else get_metric(metric_name)  # unknown names fail before any work
     kind = default_kind(program_name, retriever_kind)
@@ -54,9 +56,9 @@ def run_compile(
     configure_dspy(lm)
     if metric is None:  # a judge metric asks the judge LM (the program LM unless --judge-lm / DISAMBIG_JUDGE_LM)
         metric = get_metric(metric_name, judge_lm=build_lm(settings, settings.judge_lm) if settings.judge_lm else lm)
-    knobs: dict[str, Any] = {}
+    knobs: dict[str, Any] = dict(options or {})
     if knob_trials:
-        knobs = search_knobs(program_name, retriever, trainset, metric, budget, knob_trials)
+        knobs = search_knobs(program_name, retriever, trainset, metric, budget, knob_trials, knobs)
     program = build_program(program_name, retriever=retriever, **knobs)
     lms = {"lm": lm, "reflection_lm": build_lm(settings, reflection_lm) if reflection_lm else lm}
     job = CompileJob(program_name, dataset, metric_name, optimizer, budget, settings.lm,
@@ -72,11 +74,12 @@ def run_compile(
 
 
 def search_knobs(program_name: str, retriever: Any, trainset: list, metric: Any, budget: Budget,
-                 trials: int) -> dict[str, Any]:
-    """Best knob values for the uncompiled program, scored on the train split.
+                 trials: int, fixed: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Best knob values for the uncompiled program, scored on the train split, with the ``fixed`` arguments.
 
     A program class with ``fit_gate(retriever, trainset) -> {knob: value}`` (ADF's ambiguity gate) first fits
-    those knobs from the train split's labels; the search then covers the remaining knobs.
+    those knobs from the train split's labels; the search then covers the remaining knobs. A ``fixed`` argument
+    is neither fitted nor searched; the result holds it too.
     """
     import importlib
 
@@ -86,11 +89,14 @@ def search_knobs(program_name: str, retriever: Any, trainset: list, metric: Any,
 
     module_name, _, class_name = PROGRAMS[program_name].target.partition(":")
     program_cls = getattr(importlib.import_module(module_name), class_name)
+    fixed = fixed or {}
     fitted = program_cls.fit_gate(retriever, trainset) if hasattr(program_cls, "fit_gate") else {}
-    space = {name: knob for name, knob in knob_space(program_cls).items() if name not in fitted}
-    best, _ = tune_knobs(lambda values: build_program(program_name, retriever=retriever, **fitted, **values), space,
+    fitted = {name: value for name, value in fitted.items() if name not in fixed}
+    space = {name: knob for name, knob in knob_space(program_cls).items() if name not in fitted | fixed}
+    best, _ = tune_knobs(lambda values: build_program(program_name, retriever=retriever, **fitted, **fixed,
+                                                     **values), space,
                          lambda program: score(program, trainset, metric, budget.threads), trials, budget.seed)
-    return fitted | best
+    return fitted | best | fixed
 
 
 def ids_hash(examples: list[Any]) -> str:

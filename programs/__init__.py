@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
-from disambig.programs.registry import PROGRAMS, ProgramInfo, build_program, retriever_kind
+from disambig.programs.registry import (
+    PROGRAMS,
+    ProgramInfo,
+    build_program,
+    check_options,
+    program_options,
+    retriever_kind,
+)
 
-__all__ = ["PROGRAMS", "ProgramInfo", "build_program", "retriever_kind"]
+__all__ = ["PROGRAMS", "ProgramInfo", "build_program", "check_options", "program_options", "retriever_kind"]

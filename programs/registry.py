@@ -121,12 +121,16 @@ def build_program(name: str, retriever: Any = None, **kwargs: Any) -> Any:
         raise unknown_program(name)
     if info.needs_retriever and retriever is None:
         raise ConfigurationError(f"program {name!r} needs a retriever; pass --retriever bm25|dense|hybrid")
-    cls = program_class(name)
+    check_options(name, kwargs)
+    return program_class(name)(retriever=retriever, **kwargs)
+
+
+def check_options(name: str, options: dict[str, Any]) -> None:
+    """Refuse a constructor argument that program ``name`` does not take, naming the ones it takes."""
     valid = program_options(name)
-    unknown = sorted(set(kwargs) - set(valid)) if valid is not None else []
+    unknown = sorted(set(options) - set(valid)) if valid is not None else []
     if unknown:
         raise ConfigurationError(f"program {name!r} takes no option {unknown[0]!r}; its options: {', '.join(valid)}")
-    return cls(retriever=retriever, **kwargs)
 
 
 def program_class(name: str) -> type:
@@ -140,7 +144,7 @@ def program_class(name: str) -> type:
 def program_options(name: str) -> list[str] | None:
     """The constructor arguments of program ``name`` other than ``retriever`` (what ``--option KEY=VALUE`` may
     set), in signature order; None when the constructor takes any keyword."""
-    parameters = inspect.signature(program_class(name)).parameters.values()
+    parameters = list(inspect.signature(program_class(name).__init__).parameters.values())[1:]  # after self
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
         return None
     return [p.name for p in parameters if p.name != "retriever" and p.kind is not inspect.Parameter.VAR_POSITIONAL]

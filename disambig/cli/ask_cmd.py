@@ -23,15 +23,17 @@ def ask(
     decoding: str | None = options.DECODING,
     threads: int | None = options.THREADS,
     cache: bool | None = options.CACHE,
+    option: list[str] = options.PROGRAM_OPTION,
 ) -> None:
     """Answer QUESTION with a program and print the interpretations, the answer, LM calls, tokens and latency."""
     from disambig.lm.runtime import build_lm, configure_dspy
 
     if not question.strip():
         raise ValueError("question is empty; pass the question text as the first argument")
+    program_options = options.parse_program_options(option, program, artifact or "")
     options.export_lm_roles(verifier_lm, decoding)
     settings = load_settings(lm=lm, threads=threads, lm_cache=cache)
-    module = _program(settings, program, retriever, corpus, artifact)
+    module = _program(settings, program, retriever, corpus, artifact, program_options)
     configure_dspy(build_lm(settings))
     prediction = module(question=question)
     console = Console()
@@ -40,7 +42,8 @@ def ask(
         console.print(f"LM response cache {options.cache_note(settings)}; calls answered from it are not counted")
 
 
-def _program(settings: object, name: str, retriever: str | None, corpus: str, artifact: str | None) -> object:
+def _program(settings: object, name: str, retriever: str | None, corpus: str, artifact: str | None,
+             program_options: dict) -> object:
     from disambig.programs import build_program, retriever_kind
     from disambig.retrieval import build_retriever
 
@@ -51,7 +54,7 @@ def _program(settings: object, name: str, retriever: str | None, corpus: str, ar
         return load(artifact, retriever=searcher, settings=settings)
     kind = retriever_kind(name, retriever)
     searcher = build_retriever(kind, corpus=corpus, settings=settings) if kind else None
-    return build_program(name, retriever=searcher)
+    return build_program(name, retriever=searcher, **program_options)
 
 
 def _show(console: Console, question: str, prediction: object) -> None:

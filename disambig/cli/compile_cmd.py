@@ -43,19 +43,22 @@ def compile_(
     track: bool = typer.Option(True, "--track/--no-track", help="Record the compile in MLflow."),
     register: bool = typer.Option(True, "--register/--no-register", help="Register the pyfunc model in MLflow."),
     cache: bool | None = options.CACHE,
+    option: list[str] = options.PROGRAM_OPTION,
 ) -> None:
     """Score PROGRAM on held-out questions, compile it on the train split, score again, save JSON + manifest."""
     from disambig.data.loaders import default_corpus
     from disambig.optimizers.recipes import Budget
     from disambig.optimizers.session import run_compile
 
+    program_options = options.parse_program_options(option, program)
     options.export_lm_roles(verifier_lm, decoding)
     settings = load_settings(lm=lm, threads=threads, lm_cache=cache)
     budget = Budget(demos=demos, candidates=candidates, trials=trials, metric_calls=metric_calls, batch=batch,
                     threads=settings.threads)
     corpus = corpus or default_corpus(dataset)
     result, tracked = run_compile(settings, program, dataset, metric, optimizer, budget, train, val, retriever,
-                                  corpus, name, out, track, register, reflection_lm, tune_knobs)
+                                  corpus, name, out, track, register, reflection_lm, tune_knobs,
+                                  program_options)
     console = Console()
     console.print(f"LM response cache: {options.cache_note(settings)}")
     console.print(f"{metric} on {result.manifest['scores']['heldout_size']} held-out questions: "

@@ -17,6 +17,41 @@ VERIFIER_LM = typer.Option(None, "--verifier-lm",
                                 "--lm). The paper uses GPT-4 there.")
 DECODING = typer.Option(None, "--decoding",
                         help="greedy (default) or paper: temperature 0.3, top-p 1, 300 tokens (env DISAMBIG_DECODING).")
+PROGRAM_OPTION = typer.Option([], "--option", "--set", metavar="KEY=VALUE",
+                              help="A constructor argument of the program (repeatable), e.g. style=asqa; VALUE is read "
+                                   "as JSON when it parses (3, 0.5, true, null, [1, 2]), else as text.")
+
+
+def parse_program_options(items: list[str], program: str, artifact: str = "") -> dict[str, Any]:
+    """``--option KEY=VALUE`` items as constructor arguments of ``program``, checked against its signature.
+
+    Raises:
+        ValueError: an item without ``=`` or a key given twice.
+        ConfigurationError: a key the program's constructor does not take (the message names those it takes), or
+            options beside a compiled ``artifact`` (it is rebuilt with the arguments it was compiled with).
+    """
+    import json
+
+    from disambig.errors import ConfigurationError
+    from disambig.programs import check_options
+
+    parsed: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"--option {item!r} is not KEY=VALUE; e.g. --option style=asqa")
+        if key in parsed:
+            raise ValueError(f"--option {key!r} is given twice; give each key once")
+        try:
+            parsed[key] = json.loads(value)
+        except json.JSONDecodeError:
+            parsed[key] = value
+    if parsed and artifact:
+        raise ConfigurationError("--option sets a new program's constructor arguments; a compiled --artifact is "
+                                 "rebuilt with the ones it was compiled with (its manifest's knobs)")
+    check_options(program, parsed)
+    return parsed
 
 
 def export_lm_roles(verifier_lm: str | None, decoding: str | None) -> None:
