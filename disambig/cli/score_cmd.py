@@ -41,18 +41,9 @@ def score(
 
 def read_predictions(path: Path) -> list[dict[str, Any]]:
     """The JSON object on each non-blank line of ``path``; a bad line is an error naming it."""
-    rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}:{number}: not valid JSON ({exc.msg}); one JSON object per line") from None
-        if not isinstance(row, dict):
-            raise ValueError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
-        rows.append(flatten_result(row))
-    return rows
+    from disambig.data.jsonl import read_jsonl
+
+    return [flatten_result(row) for _, row in read_jsonl(path)]
 
 
 def flatten_result(row: dict[str, Any]) -> dict[str, Any]:
