@@ -21,6 +21,7 @@ from disambig.data.jsonl import MalformedRowError, read_jsonl, require
 from disambig.data.root import CORPORA, QUESTION_SETS, find_named, resolve
 from disambig.data.spiderqa import aggregation_example
 from disambig.data.splits import in_split
+from disambig.errors import ConfigurationError
 
 DATASETS = tuple(QUESTION_SETS)
 
@@ -167,6 +168,23 @@ def dataset_format(name: str) -> str:
     for number, row in read_jsonl(path):
         return row_format(row, f"{path}:{number}")
     raise MalformedRowError(f"{path}: no rows")
+
+
+def aggregation_corpus(name: str) -> str:
+    """The chunk corpus (a JSONL path) the questions of an aggregation dataset count over: a folder ``disambig data
+    spiderqa`` built (``questions.jsonl`` + ``corpus.jsonl``) or its questions file.
+
+    Raises:
+        ConfigurationError: the dataset is in another format, or its questions name several corpora.
+    """
+    if dataset_format(name) != "aggregation":
+        raise ConfigurationError(f"dataset {name!r} holds no count questions over a chunk corpus (the aggregation "
+                                 "format); pass a folder built by `disambig data spiderqa`")
+    corpora = sorted({str(example.corpus) for example in _rows(name)})
+    if len(corpora) != 1:
+        raise ConfigurationError(f"dataset {name!r} counts over {len(corpora)} corpora ({', '.join(corpora)}); "
+                                 "pass a dataset whose questions share one")
+    return corpora[0]
 
 
 def row_format(row: dict[str, Any], where: str) -> str:

@@ -519,6 +519,11 @@ def load_scope(corpus: str | Path, scope: str | None = None) -> list[dict[str, A
     return picked
 
 
+def scope_ids(corpus: str | Path) -> list[str]:
+    """The scopes of an aggregation corpus (its chunks' ``db_id`` values), sorted."""
+    return sorted({str(c["db_id"]) for c in _read_corpus(str(Path(corpus).expanduser().resolve())) if c["db_id"]})
+
+
 @lru_cache(maxsize=4)
 def _read_corpus(path: str) -> tuple[dict[str, Any], ...]:
     file = Path(path)

@@ -18,6 +18,11 @@ def ask(
     retriever: str | None = typer.Option(None, "--retriever", help="bm25, dense or hybrid (default hybrid if needed)."),
     corpus: str = typer.Option("wiki-slice", "--corpus", help="Corpus the retriever searches."),
     artifact: str | None = typer.Option(None, "--artifact", help="Compiled program: state JSON path or models:/..."),
+    dataset: str | None = typer.Option(None, "--dataset", "-d",
+                                       help="Count programs (dfa, naive-rag-count, map-count): the aggregation "
+                                            "dataset whose chunk corpus they count over (a `disambig data spiderqa` "
+                                            "folder)."),
+    scope: str | None = typer.Option(None, "--scope", help="Count programs: the scope (database id) counted over."),
     lm: str | None = options.LM,
     verifier_lm: str | None = options.VERIFIER_LM,
     decoding: str | None = options.DECODING,
@@ -34,8 +39,9 @@ def ask(
     options.export_lm_roles(verifier_lm, decoding)
     settings = load_settings(lm=lm, threads=threads, lm_cache=cache)
     module = _program(settings, program, retriever, corpus, artifact, program_options)
+    inputs = _scope_inputs(module, program, dataset, scope)
     configure_dspy(build_lm(settings))
-    prediction = module(question=question)
+    prediction = module(question=question, **inputs)
     console = Console()
     _show(console, question, prediction)
     if settings.lm_cache:
@@ -55,6 +61,34 @@ def _program(settings: object, name: str, retriever: str | None, corpus: str, ar
     kind = retriever_kind(name, retriever)
     searcher = build_retriever(kind, corpus=corpus, settings=settings) if kind else None
     return build_program(name, retriever=searcher, **program_options)
+
+
+def _scope_inputs(module: object, name: str, dataset: str | None, scope: str | None) -> dict[str, str]:
+    """The chunk scope a count program is called with: the corpus of ``--dataset`` and the ``--scope`` in it."""
+    import inspect
+
+    from disambig.errors import ConfigurationError
+
+    if "scope" not in inspect.signature(type(module).forward).parameters:
+        if dataset or scope:
+            raise ConfigurationError(f"program {name!r} counts over no chunk scope; --dataset and --scope are for "
+                                     "the count programs (dfa, naive-rag-count, map-count)")
+        return {}
+    if not dataset:
+        if getattr(module, "corpus", "") is None:  # llm-only-count has no corpus: it answers without chunks
+            raise ConfigurationError(f"program {name!r} counts over a chunk scope; pass --dataset DIR (a folder "
+                                     "`disambig data spiderqa` built) and --scope DB_ID")
+        return {"scope": scope} if scope else {}
+    from disambig.data.loaders import aggregation_corpus
+    from disambig.data.spiderqa import scope_ids
+
+    corpus = aggregation_corpus(dataset)
+    scopes = scope_ids(corpus)
+    if scope not in scopes:
+        shown = ", ".join(scopes[:20]) + (f", ... ({len(scopes)} in all)" if len(scopes) > 20 else "")
+        given = f"--scope {scope!r} is not a scope of {dataset}" if scope else "--scope is missing"
+        raise ConfigurationError(f"{given}; pass --scope DB_ID, one of: {shown}")
+    return {"corpus": corpus, "scope": scope}
 
 
 def _show(console: Console, question: str, prediction: object) -> None:
