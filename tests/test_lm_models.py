@@ -110,7 +110,7 @@ def test_tampered_cached_file_is_refused_deleted_and_never_loaded(fake_model, mo
 def test_verified_engine_reports_its_model_file(fake_model, monkeypatch):
     model, _, cache = fake_model
     monkeypatch.setattr(llama_engine, "_load_llama", lambda *args: object())
-    engine = LlamaEngine(str(model.locate(cache)), sha256=model.sha256)
+    engine = LlamaEngine(str(model.locate(cache)), sha256=model.sha256, prompt_cache_mb=0)
     assert engine.model_file().sha256 is None  # nothing verified before loading
     _ = engine.llama
     assert engine.model_file() == llama_engine.ModelFile("fake.gguf", 23, model.sha256)
