@@ -30,7 +30,7 @@ from disambig.errors import ConfigurationError
 from disambig.lm.usage import measured
 from disambig.programs.amd import AMD
 from disambig.programs.expansion import POSTER_TEMPERATURE, GenQR, QueryToChainOfThought, QueryToDocument
-from disambig.retrieval.base import SharedIndex, check_k, check_queries, check_query
+from disambig.retrieval.base import BatchRetriever, check_query
 from disambig.retrieval.fusion import RRF_K, rrf
 from disambig.retrieval.passage import Passage
 
@@ -167,7 +167,7 @@ def mixed_vector(query_vector: Any, text_vectors: Any, query_weight: float = QUE
     return (mixed / norm if norm > 0 else query_vector).astype(np.float32)
 
 
-class ExpandedRetriever(SharedIndex):
+class ExpandedRetriever(BatchRetriever):
     """A retriever that expands each query with ``expander`` and searches ``base`` with the expansion.
 
     The expansion runs on the configured LM (``dspy.configure`` / ``dspy.context``), else on the LM of
@@ -197,13 +197,7 @@ class ExpandedRetriever(SharedIndex):
     def embedder(self) -> Any:
         return getattr(self.base, "embedder", None)
 
-    def search(self, query: str, k: int = 10) -> list[Passage]:
-        return self.batch_search([check_query(query)], k)[0]
-
-    def batch_search(self, queries: list[str], k: int = 10) -> list[list[Passage]]:
-        queries, k = check_queries(queries), check_k(k, self.size)
-        if not queries:
-            return []
+    def ranked(self, queries: list[str], k: int) -> list[list[Passage]]:
         return self.search_expanded([self.expand(q) for q in queries], k)
 
     def search_expanded(self, expansions: list[Expansion], k: int) -> list[list[Passage]]:
@@ -301,7 +295,7 @@ class DenseExpansion(ExpandedRetriever):
     def search_expanded(self, expansions: list[Expansion], k: int) -> list[list[Passage]]:
         import numpy as np
 
-        return search_vectors(self.base, np.vstack([self.query_vector(e) for e in expansions]), k)
+        return self.base.search_vectors(np.vstack([self.query_vector(e) for e in expansions]), k)
 
 
 class FusionExpansion(ExpandedRetriever):
@@ -342,18 +336,6 @@ COMPOSITIONS: dict[str, type[ExpandedRetriever]] = {"sparse": SparseExpansion, "
 KNOBS: dict[str, tuple[str, ...]] = {"sparse": ("query_repeats",), "dense": ("query_weight",),
                                      "rrf": ("include_query",)}
 PROGRAM_OPTIONS: dict[str, tuple[str, ...]] = {"amd": ("reflect",), "q2d": (), "q2c": (), "genqr": ("instructions",)}
-
-
-def search_vectors(dense: Any, vectors: Any, k: int) -> list[list[Passage]]:
-    """The ``k`` passages nearest each row of ``vectors`` (unit query vectors) in a ``DenseRetriever``'s index."""
-    import numpy as np
-
-    k = check_k(k, dense.size)
-    index = dense._faiss()  # the index DenseRetriever itself opens and checks (it has no vector search of its own)
-    if hasattr(index, "hnsw"):
-        index.hnsw.efSearch = max(index.hnsw.efSearch, k)
-    scores, rows = index.search(np.ascontiguousarray(vectors, dtype=np.float32), k)
-    return [dense._to_passages(s, r) for s, r in zip(scores, rows, strict=True)]
 
 
 def make_expander(method: str, temperature: float | None = POSTER_TEMPERATURE, max_tokens: int | None = None,

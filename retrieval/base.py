@@ -40,6 +40,27 @@ class SharedIndex:
         return self
 
 
+class BatchRetriever(SharedIndex):
+    """A shared index whose ``search`` is ``batch_search`` of one query, with the arguments checked once here.
+
+    Subclasses define ``size`` and ``ranked(queries, k)``, which receives a non-empty list of stripped queries and
+    ``1 <= k <= size``.
+    """
+
+    size: int
+
+    def search(self, query: str, k: int = 10) -> list[Passage]:
+        return self.batch_search([check_query(query)], k)[0]
+
+    def batch_search(self, queries: list[str], k: int = 10) -> list[list[Passage]]:
+        queries, k = check_queries(queries), check_k(k, self.size)
+        return self.ranked(queries, k) if queries else []
+
+    def ranked(self, queries: list[str], k: int) -> list[list[Passage]]:
+        """The top ``k`` passages of each query (arguments already checked)."""
+        raise NotImplementedError
+
+
 def check_query(query: str) -> str:
     """The query without surrounding blanks; an empty or non-string query is a ``ValueError``."""
     if not isinstance(query, str) or not query.strip():

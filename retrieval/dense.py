@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from disambig.errors import ConfigurationError
-from disambig.retrieval.base import Progress, SharedIndex, check_k, check_queries, check_query, passive_openmp
+from disambig.retrieval.base import BatchRetriever, Progress, check_k, passive_openmp
 from disambig.retrieval.passage import Passage
 from disambig.retrieval.store import IndexCorruptError, package_version, rebuild_hint
 
@@ -83,7 +83,7 @@ def write_faiss(folder: Path, passages: list[dict[str, str]], embedder: Any,
             "dimension": int(vectors.shape[1])}
 
 
-class DenseRetriever(SharedIndex):
+class DenseRetriever(BatchRetriever):
     """Nearest passages to the query embedding.
 
     Args:
@@ -106,20 +106,25 @@ class DenseRetriever(SharedIndex):
     def size(self) -> int:
         return len(self._passages)
 
-    def search(self, query: str, k: int = 10) -> list[Passage]:
-        return self.batch_search([check_query(query)], k)[0]
+    def ranked(self, queries: list[str], k: int) -> list[list[Passage]]:
+        return self.search_vectors(self.embedder.encode(queries), k)
 
-    def batch_search(self, queries: list[str], k: int = 10) -> list[list[Passage]]:
-        queries, k = check_queries(queries), check_k(k, self.size)
-        if not queries:
-            return []
+    def search_vectors(self, vectors: Any, k: int) -> list[list[Passage]]:
+        """The ``k`` passages nearest each row of ``vectors`` (unit query vectors, ``(queries, d)``), best first.
+
+        Raises:
+            ConfigurationError: the vectors are not of the index's dimension (another encoder made them).
+        """
+        import numpy as np
+
+        k = check_k(k, self.size)
         index = self._faiss()
+        vectors = np.ascontiguousarray(np.atleast_2d(vectors), dtype=np.float32)
+        if vectors.shape[1] != index.d:
+            raise ConfigurationError(f"the query encoder gives {vectors.shape[1]}-d vectors but the index at "
+                                     f"{str(self.folder)!r} holds {index.d}-d ones; use the encoder it was built with")
         if hasattr(index, "hnsw"):
             index.hnsw.efSearch = max(HNSW_EF_SEARCH, k)
-        vectors = self.embedder.encode(queries)
-        if vectors.shape[1] != index.d:
-            raise ConfigurationError(f"the embedder gives {vectors.shape[1]}-d vectors but the index at "
-                                     f"{str(self.folder)!r} holds {index.d}-d ones; use the encoder it was built with")
         scores, rows = index.search(vectors, k)
         return [self._to_passages(s, r) for s, r in zip(scores, rows, strict=True)]
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from disambig.retrieval.base import SharedIndex, check_k, check_queries, check_query
+from disambig.retrieval.base import BatchRetriever
 from disambig.retrieval.fusion import RRF_K, rrf
 from disambig.retrieval.passage import Passage
 
 
-class HybridRetriever(SharedIndex):
+class HybridRetriever(BatchRetriever):
     """RRF of the top ``depth`` passages of a sparse and a dense retriever over the same corpus.
 
     Args:
@@ -34,13 +34,7 @@ class HybridRetriever(SharedIndex):
     def embedder(self) -> Any:
         return self.dense.embedder
 
-    def search(self, query: str, k: int = 10) -> list[Passage]:
-        return self.batch_search([check_query(query)], k)[0]
-
-    def batch_search(self, queries: list[str], k: int = 10) -> list[list[Passage]]:
-        queries, k = check_queries(queries), check_k(k, self.size)
-        if not queries:
-            return []
+    def ranked(self, queries: list[str], k: int) -> list[list[Passage]]:
         depth = min(max(self.depth, k), self.size)
         sparse = self.sparse.batch_search(queries, depth)
         dense = self.dense.batch_search(queries, depth)
