@@ -60,6 +60,16 @@ def attempt(step: Callable[..., dspy.Prediction], failures: list[str], name: str
         return None
 
 
+def one_text(step: Callable[..., dspy.Prediction], name: str, query: str,
+             text_of: Callable[[dspy.Prediction], str | None]) -> dspy.Prediction:
+    """The expansion by one generated text: ``text_of(step(query=query))``, searched alone and after the query
+    (no text, and ``name`` noted as failed, when the reply cannot be parsed)."""
+    failures: list[str] = []
+    reply = attempt(step, failures, name, query=query)
+    text = (text_of(reply) or "") if reply else ""
+    return expansion(texts=[text], fusion_queries=[joined(query, text)], failures=failures)
+
+
 class QueryToDocument(dspy.Module):
     """Q2D (query2doc): one pseudo-document written for the query is the expansion.
 
@@ -74,10 +84,7 @@ class QueryToDocument(dspy.Module):
         self.write = dspy.Predict(PseudoDocument, **decoding(temperature, max_tokens))
 
     def forward(self, query: str) -> dspy.Prediction:
-        failures: list[str] = []
-        written = attempt(self.write, failures, "passage", query=query)
-        passage = written.passage if written else ""
-        return expansion(texts=[passage], fusion_queries=[joined(query, passage)], failures=failures)
+        return one_text(self.write, "passage", query, lambda written: written.passage)
 
 
 class QueryToChainOfThought(dspy.Module):
@@ -94,10 +101,7 @@ class QueryToChainOfThought(dspy.Module):
         self.reason = dspy.Predict(ReasonedAnswer, **decoding(temperature, max_tokens))
 
     def forward(self, query: str) -> dspy.Prediction:
-        failures: list[str] = []
-        reasoned = attempt(self.reason, failures, "rationale", query=query)
-        text = joined(reasoned.rationale, reasoned.answer) if reasoned else ""
-        return expansion(texts=[text], fusion_queries=[joined(query, text)], failures=failures)
+        return one_text(self.reason, "rationale", query, lambda reasoned: joined(reasoned.rationale, reasoned.answer))
 
 
 class GenQR(dspy.Module):
