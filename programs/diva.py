@@ -81,9 +81,7 @@ class DIVA(dspy.Module):
 
     def forward(self, question: str) -> dspy.Prediction:
         with measured() as trace:
-            with using_verifier():
-                readings = self.interpret(question=question)
-            passages = diversify(self.reranker, question, readings.questions, self.k)
+            readings, passages = diversified(self.interpret, self.reranker, question, self.k)
             trace.retrieval_calls += 1
             context = format_passages(passages)
             with using_verifier():
@@ -93,7 +91,7 @@ class DIVA(dspy.Module):
                 found, long_answer = [], self.closed_book(question=question).long_answer
             else:
                 found, long_answer = self.rac(question=question, passages=passages)
-            trace.notes.update(reading_notes(readings))
+            trace.notes.update(readings.notes())
             trace.notes.update(grade=quality, verdicts=[c.verdict == "Yes" for c in checks],
                                yes_probabilities=[round(c.probability, 4) for c in checks],
                                probability_source=sorted({c.source for c in checks}),
@@ -132,13 +130,19 @@ class DIVANoAdapt(dspy.Module):
 
     def forward(self, question: str) -> dspy.Prediction:
         with measured() as trace:
-            with using_verifier():
-                readings = self.interpret(question=question)
-            passages = diversify(self.reranker, question, readings.questions, self.k)
+            readings, passages = diversified(self.interpret, self.reranker, question, self.k)
             trace.retrieval_calls += 1
             found, long_answer = self.rac(question=question, passages=passages)
-            trace.notes.update(reading_notes(readings))
+            trace.notes.update(readings.notes())
         return make_prediction(found, long_answer, trace, passages)
+
+
+def diversified(interpret: PseudoInterpreter, reranker: Reranker, question: str,
+                k: int) -> tuple[Readings, list[Any]]:
+    """Steps 1-2: the pseudo-interpretations (on the verifier LM when the run has one) and the ``k`` passages
+    diversified over them (one retrieval call)."""
+    readings = interpret.on_verifier(question)
+    return readings, diversify(reranker, question, readings.questions, k)
 
 
 def diversify(reranker: Reranker, question: str, readings: Sequence[str], k: int) -> list[Any]:
@@ -152,8 +156,3 @@ def diversify(reranker: Reranker, question: str, readings: Sequence[str], k: int
     similarity = reranker.similarity(list(readings), candidates)
     return [candidates[i] for i in prune(similarity, union_top_k(similarity, k), k)]
 
-
-def reading_notes(readings: Readings) -> dict[str, Any]:
-    """What the trace records of the pseudo-interpretation step (``typing_failures`` sums over a results file)."""
-    return {"types": list(readings.types), "reason": readings.reason,
-            "pseudo_interpretations": list(readings.questions), "typing_failures": int(readings.typing_failed)}

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
 from disambig.data.text import normalize
+from disambig.lm.verifier import using_verifier
 from disambig.programs.seed_demos import predict
 from disambig.signatures import ClassifyAmbiguity, PseudoInterpretations
 
@@ -27,6 +29,11 @@ class Readings:
     reason: str
     questions: tuple[str, ...]
     typing_failed: bool = False
+
+    def notes(self) -> dict[str, Any]:
+        """What a program's trace records of this step (``typing_failures`` sums over a results file)."""
+        return {"types": list(self.types), "reason": self.reason, "pseudo_interpretations": list(self.questions),
+                "typing_failures": int(self.typing_failed)}
 
 
 class PseudoInterpreter(dspy.Module):
@@ -43,6 +50,12 @@ class PseudoInterpreter(dspy.Module):
         rewritten = self.rewrite(question=question, reason=typed_reason(types, reason))
         questions = distinct(rewritten.sub_questions or [], self.max_readings) or (question,)
         return Readings(types, reason, questions, failed)
+
+    def on_verifier(self, question: str) -> Readings:
+        """``self(question=question)`` on the run's verifier LM when it has one (``--verifier-lm``), as DIVA's
+        rewriting runs in the paper (GPT-4)."""
+        with using_verifier():
+            return self(question=question)
 
     def ambiguity(self, question: str) -> tuple[tuple[str, ...], str, bool]:
         """``(types, reason, failed)``: the typing step's answer, or ``(("N/A",), "", True)`` when it cannot be

@@ -13,9 +13,7 @@ from typing import Any
 import dspy
 
 from disambig.lm.usage import measured
-from disambig.lm.verifier import using_verifier
 from disambig.programs.context import unique
-from disambig.programs.diva import reading_notes
 from disambig.programs.interpret import PseudoInterpreter
 from disambig.programs.knobs import Knob
 from disambig.programs.rac import RAC
@@ -42,13 +40,12 @@ class PerReadingRAG(dspy.Module):
 
     def forward(self, question: str) -> dspy.Prediction:
         with measured() as trace:
-            with using_verifier():
-                readings = self.interpret(question=question)
+            readings = self.interpret.on_verifier(question)
             lists = self.retriever.batch_search(list(readings.questions), self.k)
             trace.retrieval_calls += len(lists)
             passages = unique(round_robin(lists), limit=self.k)
             found, long_answer = self.rac(question=question, passages=passages)
-            trace.notes.update(reading_notes(readings))
+            trace.notes.update(readings.notes())
         return make_prediction(found, long_answer, trace, passages)
 
 
