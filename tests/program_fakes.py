@@ -107,3 +107,39 @@ def scripted_lm(rules: dict):
 
     engine = ScriptedEngine(rules)
     return dspy.LM("scripted/rules", engine=engine, cache=False, num_retries=0), engine
+
+
+def configure_scripted(rules: dict):
+    """``scripted_lm(rules)``, configured in DSPy with the project's adapter; returns ``(lm, engine)``."""
+    import dspy
+
+    from disambig.lm.adapter import CompactJSONAdapter
+
+    lm, engine = scripted_lm(rules)
+    dspy.configure(lm=lm, adapter=CompactJSONAdapter())
+    return lm, engine
+
+
+def use_in_cli(monkeypatch, lm, retriever=None) -> None:
+    """Make the command line build ``lm`` for every LM spec (and return ``retriever`` for every retriever)."""
+    monkeypatch.setattr("disambig.lm.runtime.build_lm", lambda settings, spec=None, **kw: lm)
+    if retriever is not None:
+        monkeypatch.setattr("disambig.retrieval.build_retriever", lambda *a, **kw: retriever)
+
+
+def compile_asqa(program: str, asqa_file: str, out, *options: str):
+    """``disambig compile PROGRAM`` (labeled-fewshot on ROUGE-L over ``asqa_file``, untracked) through the command
+    line; asserts it succeeded and returns the saved state's path and its manifest entry."""
+    import json
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from disambig.cli import app
+
+    result = CliRunner().invoke(app, [
+        "compile", program, "--dataset", asqa_file, "--metric", "rouge-l", "--optimizer", "labeled-fewshot",
+        *options, "--no-track", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    state_path = Path(out) / program / Path(asqa_file).stem / "labeled-fewshot.json"
+    return state_path, json.loads((state_path.parent / "manifest.json").read_text())["labeled-fewshot"]

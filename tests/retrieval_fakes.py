@@ -20,6 +20,19 @@ def write_corpus(path: Path, passages: list[dict[str, str]] = PASSAGES) -> str:
     return str(path)
 
 
+def write_beir(folder: Path, queries: dict[str, str], relevant: dict[str, str],
+               passages: list[dict[str, str]] = PASSAGES) -> str:
+    """A BEIR folder over ``passages``: ``queries`` maps a query id to its text, ``relevant`` a query id to its one
+    relevant passage id (``qrels/test.tsv``, score 1); returns the folder's path."""
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": p["id"], "title": p["title"], "text": p["text"]}) + "\n" for p in passages))
+    (folder / "queries.jsonl").write_text("".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in queries.items()))
+    (folder / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{pid}\t1\n" for q, pid in relevant.items()))
+    return str(folder)
+
+
 class VocabEmbedder:
     """One axis per vocabulary word holding its count, L2-normalised; other words are ignored."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dspy
 import numpy as np
-from program_fakes import scripted_lm
+from program_fakes import compile_asqa, configure_scripted, scripted_lm, use_in_cli
 from test_adf import QUESTION, RULES, AxisEmbedder, TableRetriever, corpus
 
 from disambig.lm.adapter import CompactJSONAdapter
@@ -37,8 +37,7 @@ def example(question: str, readings: int, n: int = 0) -> dspy.Example:
 
 
 def configure() -> None:
-    lm, _ = scripted_lm(RULES)
-    dspy.configure(lm=lm, adapter=CompactJSONAdapter())
+    configure_scripted(RULES)
 
 
 def says_depends(ex, pred, trace=None):
@@ -76,21 +75,10 @@ def test_labeled_fewshot_compiles_saves_and_loads(tmp_path):
 def test_compile_adf_through_the_command_line_with_tuned_knobs_then_load(monkeypatch, tmp_path, asqa_file):
     import json
 
-    from typer.testing import CliRunner
-
-    from disambig.cli import app
-
-    lm, _ = scripted_lm(RULES)
     searcher = TableRetriever(corpus({"Men": 3, "Women": 3, "Club": 2, "Cricket": 2}))
     searcher.embedder = AxisEmbedder(("Men", "Women", "Club"))
-    monkeypatch.setattr("disambig.lm.runtime.build_lm", lambda settings, spec=None, **kw: lm)
-    monkeypatch.setattr("disambig.retrieval.build_retriever", lambda *a, **kw: searcher)
-    result = CliRunner().invoke(app, [
-        "compile", "adf", "--dataset", asqa_file, "--metric", "rouge-l", "--optimizer", "labeled-fewshot",
-        "--train", "3", "--val", "2", "--tune-knobs", "1", "--no-track", "--out", str(tmp_path)])
-    assert result.exit_code == 0, result.output
-    state_path = tmp_path / "adf" / "asqa-mini" / "labeled-fewshot.json"
-    manifest = json.loads((state_path.parent / "manifest.json").read_text())["labeled-fewshot"]
+    use_in_cli(monkeypatch, scripted_lm(RULES)[0], searcher)
+    state_path, manifest = compile_asqa("adf", asqa_file, tmp_path, "--train", "3", "--val", "2", "--tune-knobs", "1")
     assert {"tau_var", "tau_sep", "tau_rel", "k"} <= set(manifest["knobs"])
     # every ASQA row has a long answer, passages and sub-questions: the synthesis step gets gold demos
     assert len(json.loads(state_path.read_text())["synthesize"]["demos"]) == 2

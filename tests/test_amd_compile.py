@@ -7,8 +7,8 @@ import json
 
 import dspy
 import pytest
-from program_fakes import scripted_lm
-from retrieval_fakes import PASSAGES
+from program_fakes import configure_scripted, scripted_lm
+from retrieval_fakes import write_beir
 
 from disambig.data.loaders import beir_examples
 from disambig.errors import ConfigurationError
@@ -39,14 +39,8 @@ RULES = {
 @pytest.fixture
 def beir(tmp_path):
     """Three judged queries over the four passages; none shares a word with its relevant passage."""
-    folder = tmp_path / "animals"
-    (folder / "qrels").mkdir(parents=True)
-    (folder / "corpus.jsonl").write_text(
-        "".join(json.dumps({"_id": p["id"], "title": p["title"], "text": p["text"]}) + "\n" for p in PASSAGES))
-    queries = [("q1", "striped horse"), ("q2", "night insect eater"), ("q3", "cold swimmer")]
-    (folder / "queries.jsonl").write_text("".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in queries))
-    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tp2\t1\nq2\tp1\t1\nq3\tp4\t1\n")
-    return str(folder)
+    return write_beir(tmp_path / "animals", {"q1": "striped horse", "q2": "night insect eater", "q3": "cold swimmer"},
+                      {"q1": "p2", "q2": "p1", "q3": "p4"})
 
 
 def ndcg_at_10(example, pred, trace=None):
@@ -63,8 +57,7 @@ def test_beir_queries_become_examples_with_their_judgments(beir):
 
 
 def test_amd_compiles_against_ndcg_and_the_compiled_state_loads_as_the_retrievers_program(beir, settings, tmp_path):
-    lm, engine = scripted_lm(RULES)
-    dspy.configure(lm=lm, adapter=CompactJSONAdapter())
+    lm, engine = configure_scripted(RULES)
     program = ExpansionSearch(build_retriever("amd-sparse", corpus=beir, settings=settings), k=4)
     examples = beir_examples(beir)
     assert ndcg_at_10(examples[0], program(question=examples[0].question)) == pytest.approx(1.0)
@@ -89,16 +82,8 @@ def test_expansion_search_needs_an_expansion_retriever(beir, settings):
 @pytest.fixture
 def beir_splits(tmp_path):
     """Four judged queries whose question hashes put two in train (q1, q3) and two in dev (q2, q4)."""
-    folder = tmp_path / "animals-split"
-    (folder / "qrels").mkdir(parents=True)
-    (folder / "corpus.jsonl").write_text(
-        "".join(json.dumps({"_id": p["id"], "title": p["title"], "text": p["text"]}) + "\n" for p in PASSAGES))
-    queries = [("q1", "striped horse?"), ("q2", "night insect eater"), ("q3", "cold swimmer?"),
-               ("q4", "which striped horse?")]
-    (folder / "queries.jsonl").write_text("".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in queries))
-    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tp2\t1\nq2\tp1\t1\nq3\tp4\t1\n"
-                                               "q4\tp2\t1\n")
-    return str(folder)
+    queries = {"q1": "striped horse?", "q2": "night insect eater", "q3": "cold swimmer?", "q4": "which striped horse?"}
+    return write_beir(tmp_path / "animals-split", queries, {"q1": "p2", "q2": "p1", "q3": "p4", "q4": "p2"})
 
 
 def test_a_beir_folder_loads_as_a_dataset_split_by_question_hash(beir_splits):

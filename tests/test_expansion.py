@@ -7,12 +7,11 @@ import json
 
 import dspy
 import pytest
-from program_fakes import FakeEmbedder, FakeRetriever, scripted_lm
-from retrieval_fakes import PASSAGES, VocabEmbedder
+from program_fakes import FakeEmbedder, FakeRetriever, configure_scripted, scripted_lm
+from retrieval_fakes import PASSAGES, VocabEmbedder, write_beir
 from typer.testing import CliRunner
 
 from disambig.errors import ConfigurationError
-from disambig.lm.adapter import CompactJSONAdapter
 from disambig.programs import build_program
 from disambig.programs.expanded_retrieval import EXPANDED_KINDS, SparseExpansion, make_expander
 from disambig.programs.expansion import GenQR, QueryToChainOfThought, QueryToDocument
@@ -31,9 +30,7 @@ RULES = {
 
 
 def configure(rules: dict = RULES):
-    lm, engine = scripted_lm(rules)
-    dspy.configure(lm=lm, adapter=CompactJSONAdapter())
-    return lm, engine
+    return configure_scripted(rules)
 
 
 def test_q2d_expands_with_one_pseudo_document():
@@ -180,14 +177,7 @@ def app():
 @pytest.fixture
 def beir(tmp_path):
     """Two judged queries over the four passages: "zebra" (p2 relevant) and "ants" (p1 relevant)."""
-    folder = tmp_path / "tiny-beir"
-    (folder / "qrels").mkdir(parents=True)
-    (folder / "corpus.jsonl").write_text(
-        "".join(json.dumps({"_id": p["id"], "title": p["title"], "text": p["text"]}) + "\n" for p in PASSAGES))
-    (folder / "queries.jsonl").write_text(
-        "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in (("q1", "zebra"), ("q2", "ants"))))
-    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tp2\t1\nq2\tp1\t1\n")
-    return folder
+    return write_beir(tmp_path / "tiny-beir", {"q1": "zebra", "q2": "ants"}, {"q1": "p2", "q2": "p1"})
 
 
 def test_search_shows_the_expansion_and_the_passages(cli, corpus):

@@ -7,7 +7,7 @@ import re
 
 import dspy
 import pytest
-from program_fakes import FakeEmbedder, FakeRetriever, scripted_lm
+from program_fakes import FakeEmbedder, FakeRetriever, compile_asqa, scripted_lm, use_in_cli
 from typer.testing import CliRunner
 
 from disambig.cli import app
@@ -63,17 +63,12 @@ def rules() -> dict:
 @pytest.fixture
 def fakes(monkeypatch):
     lm, engine = scripted_lm(rules())
-    monkeypatch.setattr("disambig.lm.runtime.build_lm", lambda settings, spec=None, **kw: lm)
-    monkeypatch.setattr("disambig.retrieval.build_retriever", lambda *a, **kw: EmbeddingRetriever())
+    use_in_cli(monkeypatch, lm, EmbeddingRetriever())
     return engine
 
 
 def test_compile_verdict_with_labeled_gold_demos_then_load_and_ask(fakes, tmp_path, asqa_file):
-    result = CliRunner().invoke(app, [
-        "compile", "verdict", "--dataset", asqa_file, "--metric", "rouge-l", "--optimizer", "labeled-fewshot",
-        "--train", "3", "--val", "2", "--demos", "3", "--no-track", "--out", str(tmp_path)])
-    assert result.exit_code == 0, result.output
-    state_path = tmp_path / "verdict" / "asqa-mini" / "labeled-fewshot.json"
+    state_path, _ = compile_asqa("verdict", asqa_file, tmp_path, "--train", "3", "--val", "2", "--demos", "3")
     state = json.loads(state_path.read_text())
     # train rows mini-1, -2, -5; only mini-1 has an evidence passage stating a gold answer
     gold = [d for d in state["feedback"]["demos"] if d.get("document")]
@@ -99,12 +94,8 @@ def test_compile_verdict_with_labeled_gold_demos_then_load_and_ask(fakes, tmp_pa
 
 
 def test_compile_with_tuned_knobs_records_them_and_loads_with_them(fakes, tmp_path, asqa_file):
-    result = CliRunner().invoke(app, [
-        "compile", "verdict", "--dataset", asqa_file, "--metric", "rouge-l", "--optimizer", "labeled-fewshot",
-        "--train", "2", "--val", "1", "--tune-knobs", "2", "--no-track", "--out", str(tmp_path)])
-    assert result.exit_code == 0, result.output
-    state_path = tmp_path / "verdict" / "asqa-mini" / "labeled-fewshot.json"
-    manifest = json.loads((state_path.parent / "manifest.json").read_text())["labeled-fewshot"]
+    state_path, manifest = compile_asqa("verdict", asqa_file, tmp_path, "--train", "2", "--val", "1",
+                                        "--tune-knobs", "2")
     knobs = manifest["knobs"]
     assert set(knobs) == {"k", "min_cluster_size", "min_samples", "cluster_selection_epsilon"}
 
