@@ -1,7 +1,8 @@
 """Sentence splitting for ROUGE-Lsum, as ASQA's official scorer prepares text.
 
 The scorer joins ``nltk.sent_tokenize(text.lower())`` with newlines. When NLTK's Punkt model for English is
-installed (``punkt_tab`` or ``punkt`` data), we use exactly that. Otherwise a rule-based splitter stands in: a
+installed as ``punkt_tab`` data (what ``sent_tokenize`` loads since NLTK 3.8.2; the older pickled ``punkt`` is
+never loaded), we use exactly that. Otherwise a rule-based splitter stands in: a
 break after ``.``, ``!`` or ``?`` (and any closing quotes or brackets) followed by whitespace, except after a
 single letter (an initial) or a common abbreviation. Nothing is downloaded.
 """
@@ -47,10 +48,8 @@ def _punkt() -> Any:
         import nltk
     except ImportError:
         return None
-    for resource in ("tokenizers/punkt_tab/english/", "tokenizers/punkt/english.pickle"):
-        try:
-            nltk.data.find(resource)
-        except LookupError:
-            continue
-        return nltk.sent_tokenize
-    return None
+    try:
+        nltk.data.find("tokenizers/punkt_tab/english/")
+    except LookupError:
+        return None
+    return nltk.sent_tokenize
