@@ -38,10 +38,14 @@ def data_roots() -> list[tuple[Path, str]]:
     explicit = os.environ.get(ENV_VAR, "").strip()
     if explicit:
         return [(Path(explicit).expanduser(), f"{ENV_VAR}/--data-dir")]
+    return [(SHARED_DATA, "../shared/data beside the checkout"), (cache_root(), "the project cache")]
+
+
+def cache_root() -> Path:
+    """``data`` in the project cache: the root looked in last, where ``disambig data fetch`` writes by default."""
     from disambig.settings import load_settings
 
-    cache = Path(load_settings().cache_dir) / "data"
-    return [(SHARED_DATA, "../shared/data beside the checkout"), (cache, "the project cache")]
+    return Path(load_settings().cache_dir) / "data"
 
 
 def find_named(name: str) -> Path:

@@ -19,11 +19,6 @@ DATASET_NAMES = ("asqa", "ambignq", "wiki-slice", "dbpedia-entity-5k", "spider")
 SPIDER_DB_REPO = "lklimkiewicz/Spider-Raw"
 
 
-def default_out() -> Path:
-    """The data folder in the project cache, where the loaders look last."""
-    return Path(load_settings().cache_dir) / "data"
-
-
 @app.command("fetch")
 @user_errors
 def fetch(
@@ -51,8 +46,9 @@ def fetch(
     same as the shared copies (see "Getting the data" in data/README.md).
     """
     from disambig.data.fetch import fetch as run_fetch
+    from disambig.data.root import cache_root
 
-    target = (out or default_out()).expanduser()
+    target = (out or cache_root()).expanduser()
     console = Console()
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console) as progress:
         tasks: dict[str, int] = {}
