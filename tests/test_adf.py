@@ -184,8 +184,9 @@ def test_a_malformed_synthesis_reply_is_a_recorded_failure():
     dspy.configure(lm=lm, adapter=CompactJSONAdapter())
     program = ADF(TableRetriever(corpus({"Men": 10})), embedder=AxisEmbedder(("Men",)))
     example = dspy.Example(id="q1", question=QUESTION).with_inputs("question")
-    result = answer_one(program, example, {"exact": lambda ex, pred: 1.0})
-    assert result.failed and result.prediction is None and result.scores == {"exact": 0.0}
+    answered = {"answered": lambda ex, pred: float(bool(pred.long_answer))}  # a failure scores as an empty answer
+    result = answer_one(program, example, answered)
+    assert result.failed and result.prediction is None and result.scores == {"answered": 0.0}
     assert "Adapter" in result.error or "parse" in result.error.lower()
     assert result.trace["lm_calls"] >= 1            # the failed attempt's cost is kept
 
