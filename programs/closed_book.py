@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dspy
 
+from disambig.lm.usage import measured
 from disambig.programs.result import make_prediction
 from disambig.programs.seed_demos import predict
-from disambig.lm.usage import measured
 from disambig.signatures import ClosedBookAnswer
 
 

@@ -49,7 +49,8 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 @pytest.fixture
 def asqa_file() -> str:
-    """Six hand-made questions in ASQA format (train: 1, 2, 5; dev: 4, 6; test: 3) (``tests/fixtures/asqa-mini.jsonl``)."""
+    """Six hand-made questions in ASQA format (train: 1, 2, 5; dev: 4, 6; test: 3);
+    ``tests/fixtures/asqa-mini.jsonl``."""
     return str(FIXTURES / "asqa-mini.jsonl")
 
 

@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from disambig.cli import app
 from disambig.evaluation.code_version import code_stamp
-from disambig.run_setup import default_metrics
 from disambig.lm.adapter import CompactJSONAdapter
+from disambig.run_setup import default_metrics
 
 runner = CliRunner()
 

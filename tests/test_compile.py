@@ -11,10 +11,10 @@ from pickle_scan import pickles_under
 
 from disambig.errors import ConfigurationError
 from disambig.lm.adapter import CompactJSONAdapter
-from disambig.optimizers.loading import load
 from disambig.optimizers.artifact import read_manifest
 from disambig.optimizers.compile import CompileJob, compile_program
 from disambig.optimizers.fingerprint import fingerprint
+from disambig.optimizers.loading import load
 from disambig.optimizers.recipes import Budget
 from disambig.programs import build_program
 
