@@ -27,8 +27,8 @@ class FakeRetriever:
 
     name = "fake"
 
-    def __init__(self, passages: list[Passage] = CORPUS) -> None:
-        self.passages = passages
+    def __init__(self, passages: list[Passage] | None = None) -> None:
+        self.passages = list(CORPUS if passages is None else passages)
         self.calls = 0
 
     @property
