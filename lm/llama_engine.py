@@ -171,7 +171,29 @@ def _load_llama(model_path: str, threads: int, ctx: int) -> Any:
             "llama-cpp-python is not installed; install it with "
             "`CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" pip install llama-cpp-python` (or `make demo`, which does this)"
         ) from exc
+    load_cpu_backends()
     return Llama(model_path=model_path, n_ctx=ctx, n_threads=threads, n_threads_batch=threads, verbose=False)
+
+
+def load_cpu_backends() -> None:
+    """Load the CPU backend that fits this CPU when llama.cpp was built with runtime dispatch.
+
+    A ``GGML_BACKEND_DL`` + ``GGML_CPU_ALL_VARIANTS`` build ships one library per CPU family
+    (``libggml-cpu-zen4.so``, ``-haswell``, ``-x64``...) and llama-cpp-python does not load them, so no model
+    could load. The portable build has its CPU backend built in and ships none: then this does nothing.
+    """
+    import ctypes
+
+    import llama_cpp
+
+    lib_dir = Path(llama_cpp.__file__).parent / "lib"
+    if not any(lib_dir.glob("libggml-cpu-*.so")):
+        return
+    ggml = ctypes.CDLL(str(lib_dir / "libggml.so"))
+    ggml.ggml_backend_dev_count.restype = ctypes.c_size_t
+    if ggml.ggml_backend_dev_count() == 0:
+        ggml.ggml_backend_load_all_from_path.argtypes = [ctypes.c_char_p]
+        ggml.ggml_backend_load_all_from_path(str(lib_dir).encode())
 
 
 @dataclass(frozen=True)
