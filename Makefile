@@ -11,8 +11,6 @@ export TOKENIZERS_PARALLELISM := false
 export OMP_WAIT_POLICY ?= PASSIVE
 
 .PHONY: demo test install qwen lint bench
-# DIVA compiled on ASQA's train split (see docs/RESULTS.md, "Compiled programs").
-DEMO_ARTIFACT := artifacts/diva/asqa/labeled-fewshot.json
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -33,7 +31,7 @@ qwen: $(QWEN_STAMP)
 
 demo: $(STAMP)
 	$(VENV)/bin/disambig lm check
-	$(VENV)/bin/disambig ask "Who has the highest goals in world football?" --artifact $(DEMO_ARTIFACT)
+	$(VENV)/bin/disambig ask "Who has the highest goals in world football?" --program diva
 
 test: $(STAMP)
 	$(PY) -m pytest

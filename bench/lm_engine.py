@@ -2,7 +2,7 @@
 
     python bench/lm_engine.py --models smollm2 qwen2.5-0.5b --modes none last ram --limit 3
 
-Runs the shipped compiled DIVA (``artifacts/diva/asqa/labeled-fewshot.json``, hybrid retrieval over the wiki
+Runs DIVA (uncompiled, or the compiled state given with ``--artifact``; hybrid retrieval over the wiki
 slice) on the first ASQA dev questions once per model and reuse mode, and writes per-question prompt tokens,
 tokens actually prefilled, reused tokens, LM calls and seconds to ``--out`` (JSON):
 
@@ -18,19 +18,22 @@ import json
 import time
 from pathlib import Path
 
-ARTIFACT = "artifacts/diva/asqa/labeled-fewshot.json"
 
-
-def run(model: str, mode: str, limit: int) -> list[dict]:
+def run(model: str, mode: str, limit: int, artifact: str = "") -> list[dict]:
     import dspy
 
     from disambig.data import load_dataset
     from disambig.lm.runtime import build_lm, default_adapter
     from disambig.optimizers.loading import load
+    from disambig.programs import build_program
+    from disambig.retrieval import build_retriever
     from disambig.settings import load_settings
 
     settings = load_settings(lm=f"local:{model}")
-    program = load(ARTIFACT, settings=settings)
+    if artifact:
+        program = load(artifact, settings=settings)
+    else:
+        program = build_program("diva", retriever=build_retriever("hybrid", corpus="wiki-slice", settings=settings))
     lm = build_lm(settings)
     engine = lm.engine
     engine.prompt_cache_mb = 1024 if mode == "ram" else 0
@@ -62,9 +65,10 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", default=["smollm2", "qwen2.5-0.5b"])
     parser.add_argument("--modes", nargs="+", default=["none", "last", "ram"], choices=["none", "last", "ram"])
     parser.add_argument("--limit", type=int, default=3)
+    parser.add_argument("--artifact", default="", help="A compiled DIVA state (default: the uncompiled program).")
     parser.add_argument("--out", type=Path, default=Path("runs/bench-lm-engine.json"))
     args = parser.parse_args()
-    rows = [row for model in args.models for mode in args.modes for row in run(model, mode, args.limit)]
+    rows = [row for model in args.models for mode in args.modes for row in run(model, mode, args.limit, args.artifact)]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(rows, indent=2), encoding="utf-8")
 

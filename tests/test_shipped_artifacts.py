@@ -1,4 +1,9 @@
-"""The compiled programs shipped in ``artifacts/`` still load into today's programs, and hold no pickle."""
+"""What ``artifacts/`` ships: every compiled state loads into today's program and records a measured gain, no
+pickle anywhere, and ``make demo`` asks a registered program or a shipped artifact.
+
+A compiled program is shipped only while it measures better than its uncompiled program (``artifacts/README.md``),
+so the folder may hold none; the checks then run over an empty list and still fail on a broken state.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +11,11 @@ import json
 import re
 from pathlib import Path
 
-import pytest
 from pickle_scan import pickles_under
 from program_fakes import FakeEmbedder, FakeRetriever
 
 from disambig import load
+from disambig.programs import PROGRAMS
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts"
@@ -25,33 +30,33 @@ class RetrieverWithEncoder(FakeRetriever):
     embedder = FakeEmbedder()
 
 
-def test_the_project_ships_compiled_vanilla_rag_and_diva():
-    assert {path.parts[-3] for path in shipped()} >= {"vanilla-rag", "diva"}
+def test_every_shipped_state_loads_into_the_current_program():
+    for state in shipped():
+        program = load(state, retriever=RetrieverWithEncoder())
+        saved = json.loads(state.read_text())
+        for name, predictor in program.named_predictors():
+            assert len(predictor.demos) == len(saved[name]["demos"]), state
 
 
-@pytest.mark.parametrize("state", shipped(), ids=lambda p: "/".join(p.parts[-3:]))
-def test_shipped_state_loads_into_the_current_program(state):
-    program = load(state, retriever=RetrieverWithEncoder())
-    saved = json.loads(state.read_text())
-    for name, predictor in program.named_predictors():
-        assert len(predictor.demos) == len(saved[name]["demos"])
-
-
-@pytest.mark.parametrize("state", shipped(), ids=lambda p: "/".join(p.parts[-3:]))
-def test_manifest_records_the_measured_change(state):
-    entry = json.loads((state.parent / "manifest.json").read_text())[state.stem]
-    scores = entry["scores"]
-    assert scores["heldout_size"] > 0 and 0.0 <= scores["before"] <= 1.0 and 0.0 <= scores["after"] <= 1.0
-    assert entry["data"]["train"] != entry["data"]["heldout"]
-    assert entry["lm"] and entry["metric"] and entry["dataset"] == state.parts[-2]
+def test_every_shipped_state_records_a_held_out_gain():
+    for state in shipped():
+        entry = json.loads((state.parent / "manifest.json").read_text())[state.stem]
+        scores = entry["scores"]
+        assert scores["heldout_size"] > 0 and scores["after"] > scores["before"], state
+        assert entry["data"]["train"] != entry["data"]["heldout"]
+        assert entry["lm"] and entry["metric"] and entry["dataset"] == state.parts[-2]
 
 
 def test_no_pickle_anywhere_in_artifacts():
     assert pickles_under(ARTIFACTS) == []
 
 
-def test_make_demo_uses_a_shipped_artifact():
-    demo = re.search(r"^demo:.*?(?=^\S)", (ROOT / "Makefile").read_text(), re.S | re.M).group(0)
-    variables = dict(re.findall(r"^(\w+) := (\S+)$", (ROOT / "Makefile").read_text(), re.M))
-    used = [variables.get(v[2:-1], v) for v in re.findall(r"--artifact\s+(\S+)", demo)]
-    assert used and all((ROOT / path).resolve() in {p.resolve() for p in shipped()} for path in used)
+def test_make_demo_asks_a_registered_program_or_a_shipped_artifact():
+    makefile = (ROOT / "Makefile").read_text()
+    demo = re.search(r"^demo:.*?(?=^\S)", makefile, re.S | re.M).group(0)
+    variables = dict(re.findall(r"^(\w+) := (\S+)$", makefile, re.M))
+    artifacts = [variables.get(v[2:-1], v) for v in re.findall(r"--artifact\s+(\S+)", demo)]
+    programs = re.findall(r"--program\s+(\S+)", demo)
+    assert "disambig ask" in demo and (artifacts or programs)
+    assert all((ROOT / path).resolve() in {p.resolve() for p in shipped()} for path in artifacts)
+    assert all(name in PROGRAMS for name in programs)
