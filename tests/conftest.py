@@ -20,10 +20,10 @@ def _reset_dspy():
 
 @pytest.fixture(scope="session")
 def local_lm():
-    """The embedded SmolLM2 as a ``dspy.LM`` (real model, loaded once)."""
+    """The embedded SmolLM2 as a ``dspy.LM`` (real model, loaded once; the small model keeps these tests fast)."""
     from disambig.lm import make_lm
 
-    lm = make_lm("local", max_tokens=64)
+    lm = make_lm("local:smollm2", max_tokens=64)
     yield lm
     lm.engine.close()
 

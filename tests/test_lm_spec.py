@@ -7,8 +7,8 @@ from disambig.lm import make_lm, parse_spec
 from disambig.lm.paths import SMOLLM2_FILE
 
 
-def test_local_resolves_to_packaged_gguf(tmp_path):
-    spec = parse_spec("local")
+def test_local_smollm2_resolves_to_packaged_gguf(tmp_path):
+    spec = parse_spec("local:smollm2")
     assert spec.is_local and spec.embedded.name == "smollm2" and spec.model_name == SMOLLM2_FILE
     path = spec.embedded.locate(tmp_path)
     assert path.name == SMOLLM2_FILE and path.is_file()

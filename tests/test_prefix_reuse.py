@@ -90,7 +90,7 @@ def test_a_prompt_seen_two_calls_ago_resumes_from_its_state_with_the_same_reply(
     from disambig.lm import make_lm
 
     def run(prompt_cache_mb: int) -> tuple[list[str], int]:
-        lm = make_lm("local", prompt_cache_mb=prompt_cache_mb)
+        lm = make_lm("local:smollm2", prompt_cache_mb=prompt_cache_mb)
         config = dspy.lm15.Config(max_tokens=6, temperature=0.0)
         first, second = "You classify questions. " * 40, "You rewrite questions. " * 40
         replies = []
