@@ -3,8 +3,11 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.disambig-installed
-# The portable llama.cpp build: the native one crashes on prompt prefill on AMX/AVX-512 CPUs.
-export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
+# llama.cpp built with runtime dispatch: one CPU backend per CPU family, the best for this CPU chosen at load
+# (zen4 on AMD EPYC: ~1.6x the portable build's prefill, docs/benchmarks.md). Not the native build, which
+# crashed on prompt prefill on AMX CPUs; DISAMBIG_LLAMA_CPU_VARIANT=haswell picks a safer backend at run time.
+# pip caches the wheel per sdist, not per CMAKE_ARGS: after changing these, `pip cache remove llama_cpp_python`.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 # Idle OpenMP workers sleep instead of spinning: spinning threads starve llama.cpp and torch on 2 cores.

@@ -8,6 +8,7 @@ returns parseable fields. One lock serialises calls: a llama context is not thre
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from typing import Any
 
 from dspy.utils.exceptions import ContextWindowExceededError
 
-from disambig.errors import MissingDependencyError, PromptTooLongError
+from disambig.errors import ConfigurationError, MissingDependencyError, PromptTooLongError
 from disambig.lm.chunks import verify_or_discard
 from disambig.lm.schema import bounded_schema
 from disambig.lm.truncation import close_truncated_json
@@ -169,10 +170,16 @@ def _load_llama(model_path: str, threads: int, ctx: int) -> Any:
     except ImportError as exc:
         raise MissingDependencyError(
             "llama-cpp-python is not installed; install it with "
-            "`CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" pip install llama-cpp-python` (or `make demo`, which does this)"
+            "`CMAKE_ARGS=\"-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON\" "
+            "pip install llama-cpp-python` (or `make demo`, which does this)"
         ) from exc
     load_cpu_backends()
     return Llama(model_path=model_path, n_ctx=ctx, n_threads=threads, n_threads_batch=threads, verbose=False)
+
+
+# Names the CPU backend a runtime-dispatch build loads (e.g. ``haswell``) instead of the best this CPU supports:
+# the way out if the best variant misbehaves on a CPU (the native build crashed on prefill on AMX CPUs).
+CPU_VARIANT_ENV = "DISAMBIG_LLAMA_CPU_VARIANT"
 
 
 def load_cpu_backends() -> None:
@@ -186,14 +193,41 @@ def load_cpu_backends() -> None:
 
     import llama_cpp
 
-    lib_dir = Path(llama_cpp.__file__).parent / "lib"
-    if not any(lib_dir.glob("libggml-cpu-*.so")):
+    package = Path(llama_cpp.__file__).parent
+    backend_dir = cpu_backend_dir(package)
+    if backend_dir is None:
         return
-    ggml = ctypes.CDLL(str(lib_dir / "libggml.so"))
+    # The wheel stores libggml.so, .so.0 and .so.0.x as separate copies; llama.cpp links .so.0, and loading
+    # another copy would fill a backend registry that llama.cpp never reads.
+    ggml = ctypes.CDLL(str(package / "lib" / "libggml.so.0"))
     ggml.ggml_backend_dev_count.restype = ctypes.c_size_t
-    if ggml.ggml_backend_dev_count() == 0:
+    if ggml.ggml_backend_dev_count() > 0:
+        return
+    variant = os.environ.get(CPU_VARIANT_ENV, "").strip()
+    if not variant:
         ggml.ggml_backend_load_all_from_path.argtypes = [ctypes.c_char_p]
-        ggml.ggml_backend_load_all_from_path(str(lib_dir).encode())
+        ggml.ggml_backend_load_all_from_path(str(backend_dir).encode())
+        return
+    library = backend_dir / f"libggml-cpu-{variant}.so"
+    if not library.exists():
+        known = sorted(p.name[len("libggml-cpu-") : -3] for p in backend_dir.glob("libggml-cpu-*.so"))
+        raise ConfigurationError(f"{CPU_VARIANT_ENV}={variant}: no such CPU backend; this build has {', '.join(known)}")
+    ggml.ggml_backend_load.argtypes = [ctypes.c_char_p]
+    ggml.ggml_backend_load.restype = ctypes.c_void_p
+    if not ggml.ggml_backend_load(str(library).encode()):
+        raise ConfigurationError(f"{CPU_VARIANT_ENV}={variant}: this CPU cannot run {library.name}")
+
+
+def cpu_backend_dir(package: Path) -> Path | None:
+    """The folder holding the per-CPU backend libraries, or None for a build with its backend built in.
+
+    The wheel installs them beside the package's own libraries or, as pip lays out CMake's module targets,
+    in ``bin/`` next to the package.
+    """
+    for folder in (package / "lib", package.parent / "bin", package.parent / "lib"):
+        if any(folder.glob("libggml-cpu-*.so")):
+            return folder
+    return None
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import dspy
 import pytest
 
 from disambig.errors import MissingDependencyError
-from disambig.lm.llama_engine import LlamaEngine, completion_kwargs, to_response
+from disambig.lm.llama_engine import LlamaEngine, completion_kwargs, cpu_backend_dir, to_response
 from disambig.lm.paths import default_gguf
 
 
@@ -134,3 +134,15 @@ def test_a_reply_cut_by_the_token_limit_is_closed_in_the_response():
     response = to_response(raw, model="local/x")
     assert response.message.parts[0].text == '{"long_answer": "It is"}'
     assert response.finish_reason == "length"
+
+
+def test_cpu_backend_dir_finds_dispatch_libraries_wherever_the_wheel_put_them(tmp_path):
+    package = tmp_path / "site-packages" / "llama_cpp"
+    (package / "lib").mkdir(parents=True)
+    (package / "lib" / "libggml-cpu.so").touch()
+    assert cpu_backend_dir(package) is None
+    (tmp_path / "site-packages" / "bin").mkdir()
+    (tmp_path / "site-packages" / "bin" / "libggml-cpu-zen4.so").touch()
+    assert cpu_backend_dir(package) == tmp_path / "site-packages" / "bin"
+    (package / "lib" / "libggml-cpu-haswell.so").touch()
+    assert cpu_backend_dir(package) == package / "lib"

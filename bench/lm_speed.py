@@ -1,0 +1,83 @@
+"""Prefill and decode tokens/s of the embedded models, per llama.cpp build and thread count.
+
+Run once per Python environment (each has its own llama-cpp-python build); every run appends its rows to
+``--out`` and the table is rendered from all of them:
+
+    python bench/lm_speed.py --models smollm2 qwen2.5-0.5b --threads 1 2 --repeats 3 --out bench/results/lm-speed.jsonl
+    /other/venv/bin/python bench/lm_speed.py ... --out bench/results/lm-speed.jsonl
+    python bench/lm_speed.py --report bench/results/lm-speed.jsonl
+
+The rates are llama.cpp's own counters: a ~200-token prompt completed by one token, and a chat reply of up
+to 64 tokens, each from a fresh context (``disambig.lm.check``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+from pathlib import Path
+
+
+def build_name() -> str:
+    """``portable`` for a build with its CPU backend built in, ``dispatch`` for one loading a backend per CPU."""
+    import llama_cpp
+
+    from disambig.lm.llama_engine import cpu_backend_dir
+
+    return "dispatch" if cpu_backend_dir(Path(llama_cpp.__file__).parent) else "portable"
+
+
+def measure(model: str, threads: int, repeats: int) -> dict:
+    from disambig.evaluation.code_version import code_stamp
+    from disambig.lm.check import _speeds
+    from disambig.lm.spec import make_lm
+
+    lm = make_lm(f"local:{model}", threads=threads, ctx=2048, cache_dir="")
+    llama = lm.engine.llama
+    rates = [_speeds(llama) for _ in range(repeats)]
+    return {
+        "model": model, "build": build_name(), "threads": threads,
+        "prefill": [round(p, 1) for p, _ in rates], "decode": [round(d, 1) for _, d in rates],
+        "load_avg": round(os.getloadavg()[0], 2), "cpu": platform.processor() or platform.machine(),
+        "code": code_stamp(),
+    }
+
+
+def report(path: Path) -> str:
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    lines = ["| model | build | threads | load avg | prefill tok/s (median of runs) | decode tok/s | code |",
+             "| --- | --- | ---: | ---: | --- | --- | --- |"]
+    for r in sorted(rows, key=lambda r: (r["model"], r["threads"], r["build"])):
+        lines.append(
+            f"| {r['model']} | {r['build']} | {r['threads']} | {r['load_avg']} "
+            f"| {statistics.median(r['prefill']):.1f} ({', '.join(map(str, r['prefill']))}) "
+            f"| {statistics.median(r['decode']):.1f} ({', '.join(map(str, r['decode']))}) | `{r['code']['commit']}` |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=["smollm2", "qwen2.5-0.5b"])
+    parser.add_argument("--threads", nargs="+", type=int, default=[1, 2])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=Path("bench/results/lm-speed.jsonl"))
+    parser.add_argument("--report", type=Path, help="print the table of a results file and exit")
+    args = parser.parse_args()
+    if args.report:
+        print(report(args.report))
+        return
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    for model in args.models:
+        for threads in args.threads:
+            row = measure(model, threads, args.repeats)
+            print(json.dumps(row), file=sys.stderr)
+            with args.out.open("a") as handle:
+                handle.write(json.dumps(row) + "\n")
+
+
+if __name__ == "__main__":
+    main()
