@@ -42,8 +42,19 @@ class Reranker:
     def similarity(self, queries: list[str], passages: list[Any]) -> np.ndarray:
         """``(queries, passages)`` cosine similarities (passages encoded as ``title: text``)."""
         encoder = self.encoder()
-        vectors = encoder.encode([f"{p.title}: {p.text}" if p.title else p.text for p in passages])
+        vectors = self.stored_vectors(passages)
+        if vectors is None:
+            vectors = encoder.encode([f"{p.title}: {p.text}" if p.title else p.text for p in passages])
         return np.atleast_2d(encoder.encode(list(queries))) @ np.atleast_2d(vectors).T
+
+    def stored_vectors(self, passages: list[Any]) -> np.ndarray | None:
+        """The passages' vectors as the dense index stored them (the same encoder on the same ``title: text``),
+        so candidates are not encoded again on every question; None when the index cannot give them all or
+        this reranker encodes with another model."""
+        lookup = getattr(self.retriever, "stored_vectors", None)
+        if lookup is None or self.encoder() is not getattr(self.retriever, "embedder", None):
+            return None
+        return lookup([p.id for p in passages])
 
     def search(self, query: str, k: int) -> list[Any]:
         """The ``k`` first-stage candidates most similar to ``query``, best first, with the cosine as score and

@@ -101,6 +101,8 @@ class DenseRetriever(BatchRetriever):
         self.embedder = embedder
         self._passages = passages
         self._index: Any = None
+        self._rows: dict[str, int] | None = None
+        self._stored: Any = None
 
     @property
     def size(self) -> int:
@@ -133,6 +135,22 @@ class DenseRetriever(BatchRetriever):
         import numpy as np
 
         return np.load(self.folder / VECTORS_FILE)
+
+    def stored_vectors(self, ids: list[str]) -> Any | None:
+        """The index's own vectors of the passages ``ids`` (``(len(ids), d)``, unit length), read from the
+        memory-mapped ``vectors.npy``; None when one of them is not in the index or the file is missing."""
+        import numpy as np
+
+        if self._rows is None:
+            path = self.folder / VECTORS_FILE
+            if not path.exists():
+                return None
+            self._stored = np.load(path, mmap_mode="r")
+            self._rows = {p["id"]: row for row, p in enumerate(self._passages)}
+        rows = [self._rows.get(i) for i in ids]
+        if any(row is None for row in rows):
+            return None
+        return np.asarray(self._stored[rows], dtype=np.float32)
 
     def _to_passages(self, scores: Any, rows: Any) -> list[Passage]:
         hits = [(float(s), int(r)) for s, r in zip(scores, rows, strict=True) if r >= 0]

@@ -34,6 +34,10 @@ class HybridRetriever(BatchRetriever):
     def embedder(self) -> Any:
         return self.dense.embedder
 
+    def stored_vectors(self, ids: list[str]) -> Any | None:
+        """The dense index's own vectors of the passages ``ids`` (see ``DenseRetriever.stored_vectors``)."""
+        return self.dense.stored_vectors(ids)
+
     def ranked(self, queries: list[str], k: int) -> list[list[Passage]]:
         depth = min(max(self.depth, k), self.size)
         sparse = self.sparse.batch_search(queries, depth)

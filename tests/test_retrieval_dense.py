@@ -162,3 +162,29 @@ def test_a_deep_copied_program_shares_the_index(corpus, settings, caplog):
     assert copied.retriever is retriever
     assert copied.rac.extract is not program.rac.extract
     assert "deep copy" not in caplog.text
+
+
+def test_stored_vectors_are_the_index_rows_of_the_asked_passages(corpus, settings):
+    retriever = build_retriever("dense", corpus, settings, embedder=VocabEmbedder())
+    np.testing.assert_allclose(retriever.stored_vectors(["p3", "p1"]), VocabEmbedder().encode(
+        [f"{p['title']}: {p['text']}" for p in (PASSAGES[2], PASSAGES[0])]), atol=1e-6)
+    assert retriever.stored_vectors(["p1", "not-in-the-corpus"]) is None
+
+
+def test_the_reranker_reads_candidates_from_the_index_instead_of_encoding_them(corpus, settings):
+    from disambig.programs.rerank import Reranker
+
+    class CountingEmbedder(VocabEmbedder):
+        texts: list[str] = []
+
+        def encode(self, texts):
+            type(self).texts = [*type(self).texts, *texts]
+            return super().encode(texts)
+
+    retriever = build_retriever("dense", corpus, settings, embedder=CountingEmbedder())
+    CountingEmbedder.texts = []
+    shared = Reranker(retriever, first_stage=4).search("zebra stripes", 2)
+    assert CountingEmbedder.texts == ["zebra stripes", "zebra stripes"]  # the first stage, then the reranker
+    other = Reranker(retriever, embedder=VocabEmbedder(), first_stage=4).search("zebra stripes", 2)
+    assert [p.id for p in shared] == [p.id for p in other] == ["p2", "p3"]
+    assert [p.score for p in shared] == pytest.approx([p.score for p in other], abs=1e-6)
