@@ -107,6 +107,18 @@ def knn_fewshot(metric: Callable, budget: Budget, **_: Any) -> Any:
     return KNNFewShot(k=budget.demos)
 
 
+class KeepDemos:
+    """No prompt optimisation: the program keeps its own instructions and demos. With ``--tune-knobs`` the compiled
+    artifact differs from the uncompiled program only in its tuned numbers (DIVA's calibrated verifier thresholds)."""
+
+    def compile(self, student: Any, **_: Any) -> Any:
+        return student.deepcopy()
+
+
+def keep_demos(metric: Callable, budget: Budget, **_: Any) -> Any:
+    return KeepDemos()
+
+
 def simba(metric: Callable, budget: Budget, **_: Any) -> Any:
     import dspy
 
@@ -115,6 +127,7 @@ def simba(metric: Callable, budget: Budget, **_: Any) -> Any:
 
 
 RECIPES: dict[str, Callable[..., Any]] = {
+    "none": keep_demos,
     "labeled-fewshot": labeled_fewshot,
     "knn-fewshot": knn_fewshot,
     "bootstrap": bootstrap,

@@ -124,3 +124,15 @@ def test_pyfunc_model_answers_a_question(compiled, tmp_path, monkeypatch):
     (answer,) = model.predict(["Who has the highest goals in world football?"])
     assert isinstance(answer["long_answer"], str) and answer["long_answer"]
     assert answer["trace"]["lm_calls"] == 1
+
+
+def test_the_none_recipe_keeps_the_programs_own_demos(tmp_path):
+    dspy.configure(lm=scripted_lm(), adapter=CompactJSONAdapter())
+    program = build_program("closed-book")
+    own = json.loads(json.dumps(program.dump_state()["answer"]["demos"], default=str))
+    job = CompileJob("closed-book", "toy", "mentions", "none", Budget(demos=2))
+    result = compile_program(job, program, toy_examples(4), toy_examples(2, offset=10), mentions_person,
+                             tmp_path / "artifacts", {"train": "x", "heldout": "y"})
+    state = json.loads(result.state_path.read_text())
+    assert state["answer"]["demos"] == own
+    assert "Person 0" not in json.dumps(state)  # no training example became a demo

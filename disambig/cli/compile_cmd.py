@@ -19,7 +19,8 @@ def compile_(
                                  "a BEIR folder (dbpedia-entity-5k)."),
     metric: str = typer.Option("dr", "--metric", "-m", help="Metric to optimise (e.g. dr, d-f1, mrecall@5)."),
     optimizer: str = typer.Option("bootstrap", "--optimizer", "-o",
-                                  help="labeled-fewshot, knn-fewshot, bootstrap, bootstrap-rs, mipro, gepa or simba."),
+                                  help="labeled-fewshot, knn-fewshot, bootstrap, bootstrap-rs, mipro, gepa, simba, "
+                                       "or none (keep the demos; with --tune-knobs only the numbers change)."),
     train: int = typer.Option(20, "--train", min=1, help="Questions from the train split."),
     val: int = typer.Option(20, "--val", min=1, help="Held-out questions from the dev split (scored before/after)."),
     retriever: str | None = typer.Option(None, "--retriever", help="bm25, dense or hybrid (default hybrid if needed)."),
