@@ -20,6 +20,7 @@ BEGIN, END = "<!-- bench/rescore.py:begin -->", "<!-- bench/rescore.py:end -->"
 COSTS = {"lm_calls_per_q": "LM calls/q", "tokens_per_q": "tokens/q", "latency_p50_s": "p50 s",
          "latency_p95_s": "p95 s"}
 EXTRA = {"asqa": ["adf-rouge-l", "answer-f1"], "ambignq": ["answer-f1"]}
+RETRIEVAL_EXTRA = {"asqa": ["ndcg@5", "recall@5", "adf-ndcg@5", "adf-recall@5"]}  # against the evidence passages
 
 
 def rescore(run: Path) -> dict:
@@ -32,7 +33,7 @@ def rescore(run: Path) -> dict:
     examples, kind = load_questions(params["dataset"])
     retrieved = any(r.get("passages") for r in rows)
     metrics = build_metrics([], kind, None, None)
-    extra = EXTRA.get(kind, []) + (["mrecall@5"] if retrieved else [])
+    extra = EXTRA.get(kind, []) + (["mrecall@5", *RETRIEVAL_EXTRA.get(kind, [])] if retrieved else [])
     metrics |= build_metrics(extra, kind, None, None)
     result = score_predictions(rows, examples, metrics)
     from disambig.evaluation.code_version import describe
@@ -40,20 +41,32 @@ def rescore(run: Path) -> dict:
     raw = [json.loads(line) for line in (run / "results.jsonl").read_text(encoding="utf-8").splitlines() if line]
     stamps = sorted({describe(r.get("code") or {}) for r in raw})
     code = params.get("commit", "?") if stamps == ["unknown code"] else "; ".join(stamps)
+    grades = [((r.get("trace") or {}).get("notes") or {}).get("grade") for r in raw]
+    readings = [len((r.get("prediction") or {}).get("interpretations") or []) for r in raw]
     report = run / "report.json"
     cost = json.loads(report.read_text(encoding="utf-8")).get("efficiency", {}) if report.is_file() else {}
-    return {"program": params["program"], "lm": params.get("lm", ""), "dataset": params["dataset"], "cost": cost,
-            "questions": result.questions,
+    label = run.name.removesuffix(f"-{Path(params['dataset']).stem}")
+    return {"program": label, "lm": params.get("lm", ""), "grades": grade_counts(grades),
+            "readings_per_q": sum(readings) / len(readings) if readings else 0.0, "dataset": params["dataset"],
+            "cost": cost, "questions": result.questions,
             "failures": sum(r.get("error") is not None for r in raw), "code": code, "metrics": result.metrics}
+
+
+def grade_counts(grades: list[str | None]) -> str:
+    """DIVA's retrieval grades as ``Useful/PartialUseful/Useless`` counts, or "–" for a program without them."""
+    if not any(grades):
+        return "–"
+    return "/".join(str(grades.count(g)) for g in ("Useful", "PartialUseful", "Useless"))
 
 
 def table(rows: list[dict]) -> str:
     names = list(dict.fromkeys(name for r in rows for name in r["metrics"]))
-    head = ["program", "LM", "n", "fail", *names, *COSTS.values(), "answers made by"]
+    head = ["program", "LM", "n", "fail", *names, "readings/q", "grades U/P/L", *COSTS.values(), "answers made by"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         cells = [r["program"], r["lm"], str(r["questions"]), str(r["failures"])]
         cells += [f"{r['metrics'][n]:.3f}" if n in r["metrics"] else "–" for n in names]
+        cells += [f"{r.get('readings_per_q', 0.0):.1f}", r.get("grades", "–")]
         cells += [f"{r['cost'][c]:.1f}" if c in r.get("cost", {}) else "–" for c in COSTS]
         lines.append("| " + " | ".join([*cells, f"`{r['code']}`"]) + " |")
     return "\n".join(lines)
