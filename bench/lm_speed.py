@@ -5,7 +5,7 @@ Run once per Python environment (each has its own llama-cpp-python build); every
 
     python bench/lm_speed.py --models smollm2 qwen2.5-0.5b --threads 1 2 --repeats 3 --out bench/results/lm-speed.jsonl
     /other/venv/bin/python bench/lm_speed.py ... --out bench/results/lm-speed.jsonl
-    python bench/lm_speed.py --report bench/results/lm-speed.jsonl
+    python bench/lm_speed.py --report bench/results/lm-speed.jsonl [--results docs/benchmarks.md]
 
 The rates are llama.cpp's own counters: a ~200-token prompt completed by one token, and a chat reply of up
 to 64 tokens, each from a fresh context (``disambig.lm.check``).
@@ -66,9 +66,16 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=Path("bench/results/lm-speed.jsonl"))
     parser.add_argument("--report", type=Path, help="print the table of a results file and exit")
+    parser.add_argument("--results", type=Path, help="with --report: also write the table into this file's section")
     args = parser.parse_args()
     if args.report:
-        print(report(args.report))
+        text = report(args.report)
+        print(text)
+        if args.results:
+            from rescore import replace_section
+
+            begin, end = "<!-- bench/lm_speed.py:begin -->", "<!-- bench/lm_speed.py:end -->"
+            replace_section(args.results, f"{begin}\n{text}\n{end}", begin, end)
         return
     args.out.parent.mkdir(parents=True, exist_ok=True)
     for model in args.models:
