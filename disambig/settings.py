@@ -24,7 +24,8 @@ class Settings:
         cache_dir: where indexes and other derived files live.
         threads: CPU threads for the embedded LM and for parallel evaluation.
         ctx: context window of the embedded LM, in tokens.
-        lm_cache: keep DSPy's LM response cache (in ``cache_dir/dspy``) so a repeated call costs no LM time;
+        lm_cache: keep DSPy's LM response cache (in ``cache_dir/dspy``) and the retrievers' rankings (in
+            ``cache_dir/retrieval``) so a repeated call costs no LM or index time;
             off by default so measured times are real.
         verifier_lm: LM spec for DIVA's rewriting and verification steps; empty means "same as ``lm``".
         decoding: decoding preset of every LM: ``greedy`` or ``paper`` (DIVA's temperature 0.3, 300 tokens).

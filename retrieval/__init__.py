@@ -7,6 +7,7 @@ on first use.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from disambig.retrieval.base import Retriever
@@ -18,6 +19,13 @@ __all__ = ["Passage", "Retriever", "build_retriever", "rrf"]
 
 def build_retriever(kind: str, corpus: str = "wiki-slice", settings: Any = None, **kwargs: Any) -> Any:
     """Open the ``bm25``, ``dense`` or ``hybrid`` retriever of a corpus; see ``disambig.retrieval.factory``."""
+    from disambig.retrieval.factory import CACHEABLE_KINDS, settings_or_default
     from disambig.retrieval.factory import build_retriever as build
 
-    return build(kind, corpus=corpus, settings=settings, **kwargs)
+    settings = settings_or_default(settings)
+    retriever = build(kind, corpus=corpus, settings=settings, **kwargs)
+    if settings.lm_cache and kind in CACHEABLE_KINDS:
+        from disambig.retrieval.cache import CachedRetriever
+
+        return CachedRetriever(retriever, Path(settings.cache_dir) / "retrieval")
+    return retriever

@@ -22,6 +22,8 @@ EXPANDED_KINDS = ("amd-sparse", "amd-dense", "amd-rrf", "q2d-sparse", "q2d-dense
 EXPANSION_BUILDER = "disambig.programs.expanded_retrieval"
 KINDS = ("bm25", "dense", "hybrid", *EXPANDED_KINDS)
 INDEX_KINDS = ("bm25", "dense")
+CACHEABLE_KINDS = ("bm25", "dense", "hybrid")
+"""Kinds whose rankings ``--cache`` keeps on disk (``retrieval/cache.py``); an expansion kind keeps its own."""
 
 
 def index_path(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = None) -> Path:
@@ -158,6 +160,11 @@ def _check_params(k1: float, b: float, rrf_k: int, weights: tuple[float, float],
         raise ValueError(f"weights={tuple(weights)} must be two non-negative numbers (bm25, dense), not both zero")
     if depth < 1:
         raise ValueError(f"depth={depth} must be at least 1")
+
+
+def settings_or_default(settings: Any) -> Any:
+    """``settings`` with a cache directory, or the loaded defaults."""
+    return _settings(settings)
 
 
 def _settings(settings: Any) -> Any:

@@ -10,8 +10,8 @@ import typer
 LM = typer.Option(None, "--lm", help="LM spec: local, local:/path.gguf or a LiteLLM model (env DISAMBIG_LM).")
 THREADS = typer.Option(None, "--threads", min=1, help="CPU threads (env DISAMBIG_THREADS).")
 CACHE = typer.Option(None, "--cache/--no-cache",
-                     help="Reuse LM responses from the cache directory (env DISAMBIG_LM_CACHE; off by default so "
-                          "timings are real).")
+                     help="Reuse LM responses and retrieval rankings from the cache directory (env "
+                          "DISAMBIG_LM_CACHE; off by default so timings are real).")
 VERIFIER_LM = typer.Option(None, "--verifier-lm",
                            help="LM for DIVA's rewriting and verification steps (env DISAMBIG_VERIFIER_LM; default "
                                 "--lm). The paper uses GPT-4 there.")
