@@ -18,7 +18,7 @@ from pathlib import Path
 
 BEGIN, END = "<!-- bench/rescore.py:begin -->", "<!-- bench/rescore.py:end -->"
 COSTS = {"lm_calls_per_q": "LM calls/q", "tokens_per_q": "tokens/q", "latency_p50_s": "p50 s",
-         "latency_p95_s": "p95 s"}
+         "latency_p95_s": "p95 s", "latency_p99_s": "p99 s"}
 EXTRA = {"asqa": ["adf-rouge-l", "answer-f1"], "ambignq": ["answer-f1"]}
 RETRIEVAL_EXTRA = {"asqa": ["ndcg@5", "recall@5", "adf-ndcg@5", "adf-recall@5"]}  # against the evidence passages
 
