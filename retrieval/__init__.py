@@ -23,9 +23,12 @@ def build_retriever(kind: str, corpus: str = "wiki-slice", settings: Any = None,
     from disambig.retrieval.factory import build_retriever as build
 
     settings = settings_or_default(settings)
-    retriever = build(kind, corpus=corpus, settings=settings, **kwargs)
-    if settings.lm_cache and kind in CACHEABLE_KINDS:
-        from disambig.retrieval.cache import CachedRetriever
+    if not (settings.lm_cache and kind in CACHEABLE_KINDS):
+        return build(kind, corpus=corpus, settings=settings, **kwargs)
+    from disambig.retrieval.cache import CachedEmbedder, CachedRetriever
+    from disambig.retrieval.embedder import Embedder
 
-        return CachedRetriever(retriever, Path(settings.cache_dir) / "retrieval")
-    return retriever
+    folder = Path(settings.cache_dir).expanduser() / "retrieval"
+    if kind != "bm25":
+        kwargs["embedder"] = CachedEmbedder(kwargs.get("embedder") or Embedder(), folder)
+    return CachedRetriever(build(kind, corpus=corpus, settings=settings, **kwargs), folder)

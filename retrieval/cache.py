@@ -1,10 +1,12 @@
-"""Rankings kept on disk, so a repeated run (``--cache``) neither starts the JVM nor opens FAISS.
+"""Rankings and query embeddings kept on disk, so a repeated run (``--cache``) starts neither Java nor torch.
 
-The LM response cache makes a repeated run's LM calls free; what a cached re-run still paid was its retrieval:
-the first BM25 search imports pyserini and starts Java (~12 s on 2 loaded cores). ``CachedRetriever`` answers a
-``(query, k)`` it has seen from a SQLite file of JSON rows and asks the retriever it wraps only for the others.
-Each ranking is keyed by the retriever's identity (its kind, index folders, which name the corpus content and the
-encoder, and its numeric parameters), so a rebuilt index or other BM25 parameters never read a stale ranking.
+The LM response cache makes a repeated run's LM calls free; what a cached re-run still paid was retrieval: the
+first BM25 search imports pyserini and starts Java (~12 s on 2 loaded cores), and the reranker's first query
+embedding imports sentence-transformers and torch (~12 s). ``CachedRetriever`` answers a ``(query, k)`` it has
+seen from a SQLite file of JSON rows and asks the retriever it wraps only for the others; ``CachedEmbedder`` does
+the same for embeddings, stored as raw float32 bytes. A ranking is keyed by the retriever's identity (its kind,
+index folders, which name the corpus content and the encoder, and its numeric parameters), an embedding by the
+encoder's name and the text, so a rebuilt index, other BM25 parameters or another encoder never read a stale one.
 """
 
 from __future__ import annotations
@@ -21,7 +23,32 @@ from disambig.retrieval.base import SharedIndex, check_k, check_queries
 from disambig.retrieval.passage import Passage
 
 RANKINGS_FILE = "rankings.sqlite"
+EMBEDDINGS_FILE = "embeddings.sqlite"
 PARAMETERS = ("k1", "b", "rrf_k", "depth", "weights")
+BULK = 64
+"""Encodes of more texts than this (building an index) pass straight through: only queries are worth keeping."""
+
+
+class Store:
+    """One SQLite table of ``key -> value`` rows, safe to share between evaluation threads."""
+
+    def __init__(self, path: Path, value_type: str) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, check_same_thread=False)
+        self._db.execute(f"CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value {value_type} NOT NULL)")
+        self._db.commit()
+
+    def read(self, keys: list[str]) -> dict[str, Any]:
+        marks = ",".join("?" * len(keys))
+        with self._lock:
+            return dict(self._db.execute(f"SELECT key, value FROM entries WHERE key IN ({marks})", keys).fetchall())
+
+    def write(self, rows: dict[str, Any]) -> None:
+        with self._lock:
+            self._db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?)", list(rows.items()))
+            self._db.commit()
 
 
 class CachedRetriever(SharedIndex):
@@ -35,12 +62,7 @@ class CachedRetriever(SharedIndex):
     def __init__(self, retriever: Any, folder: Path) -> None:
         self.retriever = retriever
         self.identity = identity(retriever)
-        folder.mkdir(parents=True, exist_ok=True)
-        self.path = folder / RANKINGS_FILE
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False)
-        self._db.execute("CREATE TABLE IF NOT EXISTS rankings (key TEXT PRIMARY KEY, passages TEXT NOT NULL)")
-        self._db.commit()
+        self.store = Store(folder / RANKINGS_FILE, "TEXT")
         self.hits = self.misses = 0
 
     def __getattr__(self, name: str) -> Any:
@@ -72,16 +94,51 @@ class CachedRetriever(SharedIndex):
         return hashlib.sha256(json.dumps([self.identity, query, k]).encode()).hexdigest()
 
     def _read(self, keys: list[str]) -> dict[str, list[Passage]]:
-        marks = ",".join("?" * len(keys))
-        with self._lock:
-            rows = self._db.execute(f"SELECT key, passages FROM rankings WHERE key IN ({marks})", keys).fetchall()
-        return {key: [Passage(**p) for p in json.loads(text)] for key, text in rows}
+        return {key: [Passage(**p) for p in json.loads(text)] for key, text in self.store.read(keys).items()}
 
     def _write(self, rankings: dict[str, list[Passage]]) -> None:
-        rows = [(key, json.dumps([asdict(p) for p in hits])) for key, hits in rankings.items()]
-        with self._lock:
-            self._db.executemany("INSERT OR REPLACE INTO rankings VALUES (?, ?)", rows)
-            self._db.commit()
+        self.store.write({key: json.dumps([asdict(p) for p in hits]) for key, hits in rankings.items()})
+
+
+class CachedEmbedder:
+    """``embedder`` whose vectors are kept under ``folder``; ``name`` and every other attribute are the wrapped one's,
+    so indexes keyed by the encoder's name are the same with and without the cache.
+
+    Args:
+        embedder: an encoder with ``encode(texts) -> (n, d)`` unit vectors and a ``name``.
+        folder: where ``embeddings.sqlite`` lives (``cache_dir/retrieval``).
+    """
+
+    def __init__(self, embedder: Any, folder: Path) -> None:
+        self.embedder = embedder
+        self.store = Store(folder / EMBEDDINGS_FILE, "BLOB")
+        self.hits = self.misses = 0
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "embedder":
+            raise AttributeError(name)
+        return getattr(self.embedder, name)
+
+    def __deepcopy__(self, memo: dict[int, object]) -> CachedEmbedder:
+        return self
+
+    def encode(self, texts: list[str], **kwargs: Any) -> Any:
+        import numpy as np
+
+        texts = list(texts)
+        if not texts or len(texts) > BULK:
+            return self.embedder.encode(texts, **kwargs)
+        keys = [hashlib.sha256(json.dumps([self.embedder.name, t]).encode()).hexdigest() for t in texts]
+        found = {key: np.frombuffer(blob, dtype=np.float32) for key, blob in self.store.read(keys).items()}
+        missing = [i for i, key in enumerate(keys) if key not in found]
+        self.hits += len(texts) - len(missing)
+        self.misses += len(missing)
+        if missing:
+            vectors = np.asarray(self.embedder.encode([texts[i] for i in missing], **kwargs), dtype=np.float32)
+            fresh = {keys[i]: vector for i, vector in zip(missing, vectors, strict=True)}
+            self.store.write({key: vector.tobytes() for key, vector in fresh.items()})
+            found.update(fresh)
+        return np.vstack([found[key] for key in keys]).astype(np.float32)
 
 
 def identity(retriever: Any) -> list[Any]:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
 from program_fakes import FakeRetriever
 from retrieval_fakes import VocabEmbedder
 
 from disambig.retrieval import build_retriever
-from disambig.retrieval.cache import CachedRetriever
+from disambig.retrieval.cache import BULK, CachedEmbedder, CachedRetriever
 
 
 def test_a_repeated_query_is_read_from_disk_even_by_a_new_process(tmp_path):
@@ -44,3 +45,32 @@ def test_cache_setting_wraps_the_built_retriever(corpus, settings):
     assert not isinstance(plain, CachedRetriever) and isinstance(cached, CachedRetriever)
     assert cached.search("zebra stripes", 2) == plain.search("zebra stripes", 2)
     assert cached.stored_vectors(["p2"]) is not None  # the reranker still reads the index's vectors
+    assert isinstance(cached.embedder, CachedEmbedder) and cached.embedder.embedder.name == "vocab-bow"
+
+
+class CountingEmbedder(VocabEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.encoded: list[str] = []
+
+    def encode(self, texts, **kwargs):
+        self.encoded += list(texts)
+        return super().encode(texts)
+
+
+def test_query_embeddings_are_read_from_disk_and_keep_the_encoders_name(tmp_path):
+    first = CachedEmbedder(CountingEmbedder(), tmp_path)
+    vectors = first.encode(["zebra stripes", "penguin ice"])
+    again = CachedEmbedder(CountingEmbedder(), tmp_path)
+    np.testing.assert_array_equal(again.encode(["penguin ice", "zebra stripes"]), vectors[::-1])
+    assert again.embedder.encoded == [] and again.hits == 2
+    assert again.encode(["lion"]).shape == (1, vectors.shape[1]) and again.embedder.encoded == ["lion"]
+    assert again.name == VocabEmbedder().name  # the dense index is keyed by it
+
+
+def test_a_bulk_encode_is_not_kept(tmp_path):
+    cached = CachedEmbedder(CountingEmbedder(), tmp_path)
+    texts = [f"passage {i}" for i in range(BULK + 1)]
+    cached.encode(texts)
+    cached.encode(texts)
+    assert len(cached.embedder.encoded) == 2 * len(texts) and cached.hits == 0
