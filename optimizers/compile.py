@@ -32,6 +32,7 @@ class CompileJob:
     retriever: str = ""
     name: str = ""
     knobs: dict[str, Any] = field(default_factory=dict)
+    knob_trials: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def artifact_name(self) -> str:
@@ -84,6 +85,7 @@ def compile_program(
         "lm_model": parse_spec(job.lm_spec).model_name,
         "retriever": job.retriever,
         "knobs": job.knobs,
+        "knob_trials": job.knob_trials,
         "versions": package_versions(),
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
     }

@@ -57,12 +57,13 @@ def run_compile(
     if metric is None:  # a judge metric asks the judge LM (the program LM unless --judge-lm / DISAMBIG_JUDGE_LM)
         metric = get_metric(metric_name, judge_lm=build_lm(settings, settings.judge_lm) if settings.judge_lm else lm)
     knobs: dict[str, Any] = dict(options or {})
+    trials_seen: list[dict[str, Any]] = []
     if knob_trials:
-        knobs = search_knobs(program_name, retriever, trainset, metric, budget, knob_trials, knobs)
+        knobs = search_knobs(program_name, retriever, trainset, metric, budget, knob_trials, knobs, trials_seen)
     program = build_program(program_name, retriever=retriever, **knobs)
     lms = {"lm": lm, "reflection_lm": build_lm(settings, reflection_lm) if reflection_lm else lm}
     job = CompileJob(program_name, dataset, metric_name, optimizer, budget, settings.lm,
-                     f"{kind}:{corpus}" if kind else "", name, knobs)
+                     f"{kind}:{corpus}" if kind else "", name, knobs, trials_seen)
     hashes = {"train": ids_hash(trainset), "heldout": ids_hash(valset)}
     result = compile_program(job, program, trainset, valset, metric, out, hashes, lms)
     tracked: dict[str, str] = {}
@@ -74,12 +75,14 @@ def run_compile(
 
 
 def search_knobs(program_name: str, retriever: Any, trainset: list, metric: Any, budget: Budget,
-                 trials: int, fixed: dict[str, Any] | None = None) -> dict[str, Any]:
+                 trials: int, fixed: dict[str, Any] | None = None,
+                 seen: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Best knob values for the uncompiled program, scored on the train split, with the ``fixed`` arguments.
 
     A program class with ``fit_gate(retriever, trainset) -> {knob: value}`` (ADF's ambiguity gate) first fits
     those knobs from the train split's labels; the search then covers the remaining knobs. A ``fixed`` argument
-    is neither fitted nor searched; the result holds it too.
+    is neither fitted nor searched; the result holds it too. Each trial's values and train-split score are
+    appended to ``seen`` (the manifest's ``knob_trials``).
     """
     import importlib
 
@@ -93,9 +96,16 @@ def search_knobs(program_name: str, retriever: Any, trainset: list, metric: Any,
     fitted = program_cls.fit_gate(retriever, trainset) if hasattr(program_cls, "fit_gate") else {}
     fitted = {name: value for name, value in fitted.items() if name not in fixed}
     space = {name: knob for name, knob in knob_space(program_cls).items() if name not in fitted | fixed}
-    best, _ = tune_knobs(lambda values: build_program(program_name, retriever=retriever, **fitted, **fixed,
-                                                     **values), space,
-                         lambda program: score(program, trainset, metric, budget.threads), trials, budget.seed)
+    seen = seen if seen is not None else []
+
+    def trial_score(program: Any, values: dict[str, Any]) -> float:
+        value = score(program, trainset, metric, budget.threads)
+        seen.append({"knobs": values, "train_score": value})
+        return value
+
+    best, _ = tune_knobs(lambda values: (build_program(program_name, retriever=retriever, **fitted, **fixed, **values),
+                                         values),
+                         space, lambda built: trial_score(*built), trials, budget.seed)
     return fitted | best | fixed
 
 

@@ -47,7 +47,10 @@ def says_depends(ex, pred, trace=None):
 def test_tune_knobs_fits_the_gate_from_labels_then_searches_the_rest():
     configure()
     trainset = [example("spread?", 2), example("tight?", 1)]
-    knobs = search_knobs("adf", retriever(), trainset, says_depends, Budget(), trials=1)
+    seen: list = []
+    knobs = search_knobs("adf", retriever(), trainset, says_depends, Budget(), trials=1, seen=seen)
+    assert len(seen) == 1 and set(seen[0]["knobs"]) == set(ADF.KNOBS) - {"tau_var", "tau_sep"}
+    assert 0.0 <= seen[0]["train_score"] <= 1.0
     assert {k: knobs[k] for k in ("tau_var", "tau_sep")} == ADF.fit_gate(retriever(), trainset)
     assert set(knobs) == set(ADF.KNOBS)        # the gate's two thresholds fitted, every other knob searched
     gate = ADF(None, tau_var=knobs["tau_var"], tau_sep=knobs["tau_sep"]).gate
