@@ -36,7 +36,7 @@ def measure(model: str, threads: int, repeats: int) -> dict:
     from disambig.lm.check import _speeds
     from disambig.lm.spec import make_lm
 
-    lm = make_lm(f"local:{model}", threads=threads, ctx=2048, cache_dir="", prompt_cache_mb=0)
+    lm = make_lm(f"local:{model}", threads=threads, ctx=2048, prompt_cache_mb=0)
     llama = lm.engine.llama
     rates = [_speeds(llama) for _ in range(repeats)]
     return {

@@ -144,7 +144,7 @@ def _local_file(parsed: LMSpec, cache_dir: str | Path | None) -> tuple[Path, str
     """The GGUF to load and its pinned hash (None when nothing is pinned for it)."""
     if parsed.embedded is None:
         return parsed.gguf, None  # type: ignore[return-value]
-    if cache_dir is None:
+    if not cache_dir:  # None or "": the settings' cache directory, never the working directory
         from disambig.settings import load_settings
 
         cache_dir = load_settings().cache_dir

@@ -61,3 +61,16 @@ def test_local_lm_refuses_api_base():
 def test_local_lm_is_lazy():
     lm = make_lm("local")
     assert lm.engine._llama is None  # nothing loaded until the first call
+
+
+@pytest.mark.parametrize("given", [None, ""])
+def test_an_empty_cache_dir_means_the_settings_cache_not_the_working_directory(monkeypatch, tmp_path, given):
+    from types import SimpleNamespace
+
+    from disambig.lm import spec as spec_module
+
+    asked = []
+    embedded = SimpleNamespace(locate=lambda cache_dir: asked.append(cache_dir) or tmp_path / "m.gguf", sha256="x")
+    monkeypatch.setenv("DISAMBIG_CACHE_DIR", str(tmp_path / "cache"))
+    spec_module._local_file(SimpleNamespace(embedded=embedded), given)
+    assert asked == [str(tmp_path / "cache")]
