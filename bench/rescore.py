@@ -46,7 +46,7 @@ def rescore(run: Path) -> dict:
     report = run / "report.json"
     cost = json.loads(report.read_text(encoding="utf-8")).get("efficiency", {}) if report.is_file() else {}
     label = run.name.removesuffix(f"-{Path(params['dataset']).stem}")
-    return {"program": label, "lm": params.get("lm", ""), "grades": grade_counts(grades),
+    return {"program": label, "lm": params.get("lm_model") or params.get("lm", ""), "grades": grade_counts(grades),
             "readings_per_q": sum(readings) / len(readings) if readings else 0.0, "dataset": params["dataset"],
             "cost": cost, "questions": result.questions,
             "failures": sum(r.get("error") is not None for r in raw), "code": code, "metrics": result.metrics}
@@ -104,12 +104,18 @@ def main() -> None:
                         help="Folders of run folders (each run folder holds results.jsonl and params.json).")
     parser.add_argument("--results", type=Path, default=None, help="Markdown file to write the tables into.")
     parser.add_argument("--section", default="suite", help="Name of the generated section in --results.")
+    parser.add_argument("--only", nargs="+", default=None,
+                        help="Run folders to include, by name without the dataset (e.g. diva vanilla-rag).")
     args = parser.parse_args()
     by_dataset: dict[str, list[dict]] = {}
     for run in sorted(p.parent for runs in args.runs for p in runs.glob("*/results.jsonl")):
+        if args.only and not any(run.name.startswith(f"{name}-") and run.name.count("-") == name.count("-") + 1
+                                 for name in args.only):
+            continue
         row = rescore(run)
         by_dataset.setdefault(row["dataset"], []).append(row)
-    text = section(" ".join(str(r) for r in args.runs), by_dataset, args.section)
+    only = f" --only {' '.join(args.only)}" if args.only else ""
+    text = section(" ".join(str(r) for r in args.runs) + only, by_dataset, args.section)
     print(text)
     if args.results is not None:
         replace_section(args.results, text, *markers(args.section))

@@ -82,9 +82,16 @@ def run_eval(
     return EvalOutcome(out_dir=out_dir, report=report, results=results, mlflow_run_id=run_id)
 
 
+def lm_model(spec: str) -> str:
+    """The model a spec names today (``local`` -> the default GGUF's file name), so a table can say which it was."""
+    from disambig.lm.spec import parse_spec
+
+    return parse_spec(spec).model_name if spec else ""
+
+
 def claim_run_dir(out_dir: Path, config: EvalConfig) -> dict[str, Any]:
     """Write the run's params, or check that a resumed folder was started with the same ones."""
-    params = asdict(config) | {"metrics": list(config.metrics), "code": code_stamp()}
+    params = asdict(config) | {"metrics": list(config.metrics), "code": code_stamp(), "lm_model": lm_model(config.lm)}
     path = out_dir / PARAMS_FILE
     if path.exists():
         previous = json.loads(path.read_text(encoding="utf-8"))

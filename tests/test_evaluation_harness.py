@@ -74,6 +74,17 @@ def test_report_numbers_and_files(tmp_path):
     assert (tmp_path / "tradeoff.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_params_name_the_model_the_spec_resolved_to(tmp_path):
+    from disambig.lm.models import DEFAULT_LOCAL_MODEL, EMBEDDED_MODELS
+
+    run_eval(CONFIG, Scripted(), examples(1), {"exact": exact}, tmp_path / "a", track=False)
+    params = json.loads((tmp_path / "a" / "params.json").read_text())
+    assert params["lm_model"] == EMBEDDED_MODELS[DEFAULT_LOCAL_MODEL].file_name
+    remote = EvalConfig(program="scripted", dataset="toy", lm="openai/gpt-4o-mini")
+    run_eval(remote, Scripted(), examples(1), {"exact": exact}, tmp_path / "b", track=False)
+    assert json.loads((tmp_path / "b" / "params.json").read_text())["lm_model"] == "openai/gpt-4o-mini"
+
+
 def test_a_folder_with_another_run_is_refused(tmp_path):
     run_eval(CONFIG, Scripted(), examples(2), {"exact": exact}, tmp_path, track=False)
     other = EvalConfig(program="scripted", dataset="toy", split="dev", lm="openai/gpt-4o-mini")
