@@ -62,6 +62,8 @@ def main() -> None:
     parser.add_argument("--check", type=Path, help="a DIVA run made with --useful/--partial given here")
     parser.add_argument("--partial", type=float, default=None, help="with --check: its PartialUseful threshold")
     args = parser.parse_args()
+    if args.check and args.partial is None:
+        parser.error("--check needs the --partial threshold that run was made with")
     dataset = json.loads((args.diva / "params.json").read_text(encoding="utf-8"))["dataset"]
     diva, rac, closed = rows(args.diva), rows(args.rac), rows(args.closed)
     lines, names = [], None

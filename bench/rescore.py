@@ -45,11 +45,17 @@ def rescore(run: Path) -> dict:
     readings = [len((r.get("prediction") or {}).get("interpretations") or []) for r in raw]
     report = run / "report.json"
     cost = json.loads(report.read_text(encoding="utf-8")).get("efficiency", {}) if report.is_file() else {}
-    label = run.name.removesuffix(f"-{Path(params['dataset']).stem}")
+    label = run_label(run)
     return {"program": label, "lm": params.get("lm_model") or params.get("lm", ""), "grades": grade_counts(grades),
             "readings_per_q": sum(readings) / len(readings) if readings else 0.0, "dataset": params["dataset"],
             "cost": cost, "questions": result.questions,
             "failures": sum(r.get("error") is not None for r in raw), "code": code, "metrics": result.metrics}
+
+
+def run_label(run: Path) -> str:
+    """The run folder's name without its dataset (``diva-calibrated-asqa`` -> ``diva-calibrated``)."""
+    params = json.loads((run / "params.json").read_text(encoding="utf-8"))
+    return run.name.removesuffix(f"-{Path(params['dataset']).stem}")
 
 
 def grade_counts(grades: list[str | None]) -> str:
@@ -109,8 +115,7 @@ def main() -> None:
     args = parser.parse_args()
     by_dataset: dict[str, list[dict]] = {}
     for run in sorted(p.parent for runs in args.runs for p in runs.glob("*/results.jsonl")):
-        if args.only and not any(run.name.startswith(f"{name}-") and run.name.count("-") == name.count("-") + 1
-                                 for name in args.only):
+        if args.only and run_label(run) not in args.only:
             continue
         row = rescore(run)
         by_dataset.setdefault(row["dataset"], []).append(row)

@@ -86,7 +86,10 @@ def lm_model(spec: str) -> str:
     """The model a spec names today (``local`` -> the default GGUF's file name), so a table can say which it was."""
     from disambig.lm.spec import parse_spec
 
-    return parse_spec(spec).model_name if spec else ""
+    try:
+        return parse_spec(spec).model_name if spec else ""
+    except ConfigurationError:  # a spec only a custom LM factory knows (DISAMBIG_LM_FACTORY): keep it as given
+        return spec
 
 
 def claim_run_dir(out_dir: Path, config: EvalConfig) -> dict[str, Any]:
@@ -98,6 +101,8 @@ def claim_run_dir(out_dir: Path, config: EvalConfig) -> dict[str, Any]:
         defaults = asdict(EvalConfig(program="", dataset=""))  # a field newer than the folder's params: its default
         differing = sorted(k for k in asdict(config)
                            if k != "metrics" and previous.get(k, defaults[k]) != params[k])
+        if previous.get("lm_model", params["lm_model"]) != params["lm_model"]:  # `local` named another model then
+            differing.append(f"model ({previous['lm_model']} then, {params['lm_model']} now)")
         if differing:
             raise ConfigurationError(
                 f"{str(out_dir)!r} holds a run with different {', '.join(differing)}; "

@@ -8,6 +8,7 @@ returns parseable fields. One lock serialises calls: a llama context is not thre
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import threading
@@ -21,6 +22,8 @@ from disambig.errors import ConfigurationError, MissingDependencyError, PromptTo
 from disambig.lm.chunks import verify_or_discard
 from disambig.lm.schema import bounded_schema
 from disambig.lm.truncation import close_truncated_json
+
+logger = logging.getLogger(__name__)
 
 SUPPORTED_PARAMS = frozenset({"temperature", "max_tokens", "stop", "seed", "top_p", "response_format", "logprobs",
                               "top_logprobs"})
@@ -180,6 +183,7 @@ def _load_llama(model_path: str, threads: int, ctx: int) -> Any:
 # Names the CPU backend a runtime-dispatch build loads (e.g. ``haswell``) instead of the best this CPU supports:
 # the way out if the best variant misbehaves on a CPU (the native build crashed on prefill on AMX CPUs).
 CPU_VARIANT_ENV = "DISAMBIG_LLAMA_CPU_VARIANT"
+_BACKEND_LOCK = threading.Lock()  # two engines (program and verifier LM) may load at once: register backends once
 
 
 def load_cpu_backends() -> None:
@@ -195,15 +199,23 @@ def load_cpu_backends() -> None:
 
     package = Path(llama_cpp.__file__).parent
     backend_dir = cpu_backend_dir(package)
+    variant = os.environ.get(CPU_VARIANT_ENV, "").strip()
     if backend_dir is None:
+        if variant:
+            logger.warning("%s=%s is ignored: this llama.cpp build has its CPU backend built in", CPU_VARIANT_ENV,
+                           variant)
         return
+    with _BACKEND_LOCK:
+        _register_backends(ctypes, package, backend_dir, variant)
+
+
+def _register_backends(ctypes: Any, package: Path, backend_dir: Path, variant: str) -> None:
     # The wheel stores libggml.so, .so.0 and .so.0.x as separate copies; llama.cpp links .so.0, and loading
     # another copy would fill a backend registry that llama.cpp never reads.
     ggml = ctypes.CDLL(str(package / "lib" / "libggml.so.0"))
     ggml.ggml_backend_dev_count.restype = ctypes.c_size_t
     if ggml.ggml_backend_dev_count() > 0:
         return
-    variant = os.environ.get(CPU_VARIANT_ENV, "").strip()
     if not variant:
         ggml.ggml_backend_load_all_from_path.argtypes = [ctypes.c_char_p]
         ggml.ggml_backend_load_all_from_path(str(backend_dir).encode())

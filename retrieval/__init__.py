@@ -29,6 +29,7 @@ def build_retriever(kind: str, corpus: str = "wiki-slice", settings: Any = None,
     from disambig.retrieval.embedder import Embedder
 
     folder = Path(settings.cache_dir).expanduser() / "retrieval"
-    if kind != "bm25":
-        kwargs["embedder"] = CachedEmbedder(kwargs.get("embedder") or Embedder(), folder)
-    return CachedRetriever(build(kind, corpus=corpus, settings=settings, **kwargs), folder)
+    embedder = CachedEmbedder(kwargs.pop("embedder", None) or Embedder(), folder)
+    if kind == "bm25":
+        return CachedRetriever(build(kind, corpus=corpus, settings=settings, **kwargs), folder, embedder)
+    return CachedRetriever(build(kind, corpus=corpus, settings=settings, embedder=embedder, **kwargs), folder)

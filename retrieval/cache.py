@@ -57,10 +57,14 @@ class CachedRetriever(SharedIndex):
     Args:
         retriever: a ``bm25``, ``dense`` or ``hybrid`` retriever (``batch_search``, ``size``).
         folder: where ``rankings.sqlite`` lives (``cache_dir/retrieval``).
+        embedder: the encoder to expose as ``embedder`` when ``retriever`` has none (BM25), so a reranker over it
+            encodes through the embedding cache.
     """
 
-    def __init__(self, retriever: Any, folder: Path) -> None:
+    def __init__(self, retriever: Any, folder: Path, embedder: Any = None) -> None:
         self.retriever = retriever
+        if embedder is not None:  # BM25 holds none: the reranker then encodes with this (cached) one
+            self.embedder = embedder
         self.identity = identity(retriever)
         self.store = Store(folder / RANKINGS_FILE, "TEXT")
         self.hits = self.misses = 0
@@ -125,6 +129,8 @@ class CachedEmbedder:
     def encode(self, texts: list[str], **kwargs: Any) -> Any:
         import numpy as np
 
+        if isinstance(texts, str):
+            raise TypeError("texts must be a list of strings, got str")
         texts = list(texts)
         if not texts or len(texts) > BULK:
             return self.embedder.encode(texts, **kwargs)

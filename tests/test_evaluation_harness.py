@@ -83,6 +83,17 @@ def test_params_name_the_model_the_spec_resolved_to(tmp_path):
     remote = EvalConfig(program="scripted", dataset="toy", lm="openai/gpt-4o-mini")
     run_eval(remote, Scripted(), examples(1), {"exact": exact}, tmp_path / "b", track=False)
     assert json.loads((tmp_path / "b" / "params.json").read_text())["lm_model"] == "openai/gpt-4o-mini"
+    custom = EvalConfig(program="scripted", dataset="toy", lm="scripted")  # only a custom LM factory knows it
+    run_eval(custom, Scripted(), examples(1), {"exact": exact}, tmp_path / "c", track=False)
+    assert json.loads((tmp_path / "c" / "params.json").read_text())["lm_model"] == "scripted"
+
+
+def test_a_folder_answered_by_another_model_under_the_same_spec_is_refused(tmp_path):
+    run_eval(CONFIG, Scripted(), examples(1), {"exact": exact}, tmp_path, track=False)
+    params = json.loads((tmp_path / "params.json").read_text())
+    (tmp_path / "params.json").write_text(json.dumps(params | {"lm_model": "SmolLM2-135M-Instruct.Q4_1.gguf"}))
+    with pytest.raises(ConfigurationError, match="model .SmolLM2"):
+        run_eval(CONFIG, Scripted(), examples(2), {"exact": exact}, tmp_path, track=False)
 
 
 def test_a_folder_with_another_run_is_refused(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 
 import numpy as np
+import pytest
 from program_fakes import FakeRetriever
 from retrieval_fakes import VocabEmbedder
 
@@ -74,3 +75,10 @@ def test_a_bulk_encode_is_not_kept(tmp_path):
     cached.encode(texts)
     cached.encode(texts)
     assert len(cached.embedder.encoded) == 2 * len(texts) and cached.hits == 0
+
+
+def test_a_cached_bm25_retriever_offers_a_cached_encoder_to_its_reranker(corpus, settings):
+    cached = build_retriever("bm25", corpus, settings.with_overrides(lm_cache=True))
+    assert isinstance(cached, CachedRetriever) and isinstance(cached.embedder, CachedEmbedder)
+    with pytest.raises(TypeError, match="list of strings"):
+        cached.embedder.encode("one string")

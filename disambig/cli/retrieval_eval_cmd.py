@@ -52,8 +52,9 @@ def eval_retrieval(
     reports, costs = [], []
     for kind in retriever:
         extra = search_cmd.expansion_options(kind, temperature, expansion_state) if kind in EXPANDED_KINDS else {}
-        searcher = build_retriever(kind, corpus=dataset, settings=settings, embedder=encoder, auto_build=False,
-                                   **extra)
+        # search seconds are measured: never answer a plain retriever's queries from the --cache rankings
+        plain = settings if kind in EXPANDED_KINDS else settings.with_overrides(lm_cache=False)
+        searcher = build_retriever(kind, corpus=dataset, settings=plain, embedder=encoder, auto_build=False, **extra)
         with console.status(f"searching with {kind}"):
             reports.append(evaluate_retriever(searcher, dataset, split))
         costs.append(expansion_cost(searcher, reports[-1].queries))
