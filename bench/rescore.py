@@ -110,6 +110,7 @@ def main() -> None:
                         help="Folders of run folders (each run folder holds results.jsonl and params.json).")
     parser.add_argument("--results", type=Path, default=None, help="Markdown file to write the tables into.")
     parser.add_argument("--section", default="suite", help="Name of the generated section in --results.")
+    parser.add_argument("--datasets", nargs="+", default=None, help="Keep only runs on these datasets (e.g. asqa).")
     parser.add_argument("--only", nargs="+", default=None,
                         help="Run folders to include, by name without the dataset (e.g. diva vanilla-rag).")
     args = parser.parse_args()
@@ -117,9 +118,12 @@ def main() -> None:
     for run in sorted(p.parent for runs in args.runs for p in runs.glob("*/results.jsonl")):
         if args.only and run_label(run) not in args.only:
             continue
+        if args.datasets and Path(json.loads((run / "params.json").read_text())["dataset"]).stem not in args.datasets:
+            continue
         row = rescore(run)
         by_dataset.setdefault(row["dataset"], []).append(row)
-    only = f" --only {' '.join(args.only)}" if args.only else ""
+    only = (f" --datasets {' '.join(args.datasets)}" if args.datasets else "") + (
+        f" --only {' '.join(args.only)}" if args.only else "")
     text = section(" ".join(str(r) for r in args.runs) + only, by_dataset, args.section)
     print(text)
     if args.results is not None:
