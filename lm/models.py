@@ -98,7 +98,7 @@ QWEN_CODER_05B = ChunkedGGUF(
 
 EMBEDDED_MODELS: dict[str, EmbeddedModel] = {m.name: m for m in (SMOLLM2, QWEN_CODER_05B)}
 # What the bare spec ``local`` loads: one line to change when the default model changes. Qwen2.5-Coder-0.5B lifts
-# VanillaRAG's corpus DR on 50 ASQA dev questions from 0.051 to 0.164 and answers a DIVA question in about 30 s
+# VanillaRAG's corpus DR on 50 ASQA dev questions from 0.050 to 0.175 and answers a DIVA question in 30-45 s
 # on 2 loaded cores (docs/benchmarks.md, "The two models side by side").
 DEFAULT_LOCAL_MODEL = QWEN_CODER_05B.name
 
