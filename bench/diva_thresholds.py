@@ -10,7 +10,8 @@ passages) and ``closed-book``, so for any threshold DIVA's answer to a question 
 
 prints, per PartialUseful threshold, the grade counts, the share of questions answered from retrieval and the
 dataset's default metrics (ASQA: STR-EM, ROUGE-L, D-F1, corpus DR) over the questions all three runs answered.
-``--check RUN`` compares a real DIVA run with those thresholds (a calibrated artifact's) against the composed
+``--compare RUN ...`` adds rows for other runs scored on the same questions. ``--check RUN`` compares a real
+DIVA run with those thresholds (a calibrated artifact's) against the composed
 answers: greedy decoding can still differ where the KV-cache reuse split a prefill differently.
 """
 
@@ -59,6 +60,8 @@ def main() -> None:
     parser.add_argument("--rac", type=Path, required=True, help="a diva-no-adapt run on the same questions")
     parser.add_argument("--closed", type=Path, required=True, help="a closed-book run on the same questions")
     parser.add_argument("--useful", type=float, default=0.5, help="the Useful threshold (it does not change paths)")
+    parser.add_argument("--compare", type=Path, nargs="*", default=[],
+                        help="other runs scored on the same questions (e.g. vanilla-rag), one row each")
     parser.add_argument("--check", type=Path, help="a DIVA run made with --useful/--partial given here")
     parser.add_argument("--partial", type=float, default=None, help="with --check: its PartialUseful threshold")
     args = parser.parse_args()
@@ -68,7 +71,9 @@ def main() -> None:
     diva, rac, closed = rows(args.diva), rows(args.rac), rows(args.closed)
     lines, names = [], None
     for partial in GRID:
-        predictions, counts = compose(diva, rac, closed, args.useful, partial)
+        # Useful also takes the RAC path: keep it at or above the row's threshold, so a row is "RAC iff some
+        # P(Yes) reaches it"
+        predictions, counts = compose(diva, rac, closed, max(args.useful, partial), partial)
         metrics = score(predictions, dataset)
         names = names or list(metrics)
         answered = (counts["Useful"] + counts["PartialUseful"]) / max(1, len(predictions))
@@ -77,6 +82,15 @@ def main() -> None:
     print("| PartialUseful threshold | n | grades U/P/L | from retrieval | " + " | ".join(names or []) + " |")
     print("|" + "---|" * (4 + len(names or [])))
     print("\n".join(lines))
+    if args.compare:
+        from disambig.cli.score_cmd import flatten_result
+
+        ids = {qid for qid in diva if qid in rac and qid in closed}
+        for run in args.compare:
+            other = [flatten_result(r) for qid, r in rows(run).items() if qid in ids]
+            metrics = score(other, dataset)
+            cells = " | ".join(f"{metrics[n]:.3f}" for n in names or [])
+            print(f"| {run.name} | {len(other)} | – | – | {cells} |")
     if args.check:
         actual = rows(args.check)
         predictions, _ = compose(diva, rac, closed, args.useful, args.partial)
