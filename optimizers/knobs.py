@@ -24,8 +24,12 @@ def tune_knobs(
     score: Callable[[Any], float],
     trials: int = 8,
     seed: int = 0,
+    record: list[dict[str, Any]] | None = None,
 ) -> tuple[dict[str, Any], float]:
-    """Maximise ``score(build(values))`` over ``space`` with optuna's TPE sampler; return (best values, score)."""
+    """Maximise ``score(build(values))`` over ``space`` with optuna's TPE sampler; return (best values, score).
+
+    Each trial's ``{"knobs": values, "train_score": score}`` is appended to ``record`` when one is given.
+    """
     if not space:
         raise ConfigurationError("this program declares no numeric knobs to tune")
     if trials < 1:
@@ -39,6 +43,8 @@ def tune_knobs(
         values = {name: knob.suggest(trial, name) for name, knob in space.items()}
         value = score(build(values))
         logger.info("knobs %s -> %.4f", values, value)
+        if record is not None:
+            record.append({"knobs": values, "train_score": value})
         return value
 
     study.optimize(objective, n_trials=trials)

@@ -96,16 +96,10 @@ def search_knobs(program_name: str, retriever: Any, trainset: list, metric: Any,
     fitted = program_cls.fit_gate(retriever, trainset) if hasattr(program_cls, "fit_gate") else {}
     fitted = {name: value for name, value in fitted.items() if name not in fixed}
     space = {name: knob for name, knob in knob_space(program_cls).items() if name not in fitted | fixed}
-    seen = seen if seen is not None else []
-
-    def trial_score(program: Any, values: dict[str, Any]) -> float:
-        value = score(program, trainset, metric, budget.threads)
-        seen.append({"knobs": values, "train_score": value})
-        return value
-
-    best, _ = tune_knobs(lambda values: (build_program(program_name, retriever=retriever, **fitted, **fixed, **values),
-                                         values),
-                         space, lambda built: trial_score(*built), trials, budget.seed)
+    best, _ = tune_knobs(lambda values: build_program(program_name, retriever=retriever, **fitted, **fixed,
+                                                     **values), space,
+                         lambda program: score(program, trainset, metric, budget.threads), trials, budget.seed,
+                         record=seen)
     return fitted | best | fixed
 
 

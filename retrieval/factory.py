@@ -93,12 +93,12 @@ def build_retriever(kind: str, corpus: str = "wiki-slice", settings: Any = None,
     _check_params(k1, b, rrf_k, weights, depth)
     if kind in EXPANDED_KINDS:  # the base retriever's own build checks the corpus
         build_expanded = importlib.import_module(EXPANSION_BUILDER).build_expanded
-        return build_expanded(kind, corpus, _settings(settings), embedder, auto_build, k1=k1, b=b, rrf_k=rrf_k,
-                              depth=depth, **expansion)
+        return build_expanded(kind, corpus, settings_or_default(settings), embedder, auto_build, k1=k1, b=b,
+                              rrf_k=rrf_k, depth=depth, **expansion)
     if expansion:
         raise ConfigurationError(f"{', '.join(expansion)} apply to query-expansion retrievers only, not {kind!r}")
     _check_corpus(corpus, kind)
-    settings = _settings(settings)
+    settings = settings_or_default(settings)
     if kind == "hybrid":
         from disambig.retrieval.hybrid import HybridRetriever
 
@@ -164,10 +164,6 @@ def _check_params(k1: float, b: float, rrf_k: int, weights: tuple[float, float],
 
 def settings_or_default(settings: Any) -> Any:
     """``settings`` with a cache directory, or the loaded defaults."""
-    return _settings(settings)
-
-
-def _settings(settings: Any) -> Any:
     from disambig.settings import load_settings
 
     if settings is None:
