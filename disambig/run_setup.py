@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from disambig.errors import ConfigurationError
@@ -19,6 +19,7 @@ class PreparedRun:
     metrics: dict[str, Callable[..., float]]
     retriever_name: str
     judge_lm: str = ""
+    options: dict[str, Any] = field(default_factory=dict)  # the program's constructor arguments, as built
 
 
 def prepare_run(
@@ -41,6 +42,7 @@ def prepare_run(
     from disambig.metrics import with_inputs
     from disambig.programs import PROGRAMS, build_program
     from disambig.programs import retriever_kind as default_kind
+    from disambig.programs.registry import with_format_option
 
     info = PROGRAMS.get(program)
     if info is None:
@@ -56,13 +58,15 @@ def prepare_run(
         from disambig.retrieval import build_retriever
 
         retriever = build_retriever(kind, corpus=corpus, settings=settings)
-    module = (load_compiled(artifact, program, retriever, settings) if artifact
-              else build_program(program, retriever, **(options or {})))
+    options = {} if artifact else with_format_option(program, dataset_format(dataset), options or {})
+    module = load_compiled(artifact, program, retriever, settings) if artifact else build_program(program, retriever,
+                                                                                                   **options)
     names = with_inputs(metric_names) if metric_names else default_metrics(dataset_format(dataset), bool(kind))
     lm = build_lm(settings)
     metrics = resolve_metrics(names, settings, program_lm=lm)
     configure_dspy(lm)
-    return PreparedRun(module, examples, metrics, f"{kind}:{corpus}" if kind else "", judge_spec(names, settings))
+    return PreparedRun(module, examples, metrics, f"{kind}:{corpus}" if kind else "", judge_spec(names, settings),
+                       options)
 
 
 def load_compiled(artifact: str, program: str, retriever: Any, settings: Settings) -> Any:

@@ -38,10 +38,12 @@ def run_compile(
     arguments fixed by the user (``--option``); they are not searched, and the manifest's knobs record them.
     """
     from disambig.data import load_dataset
+    from disambig.data.loaders import dataset_format
     from disambig.lm.runtime import build_lm, configure_dspy
     from disambig.metrics import get_metric, is_judge_metric
     from disambig.programs import build_program
     from disambig.programs import retriever_kind as default_kind
+    from disambig.programs.registry import with_format_option
 
     metric = None if is_judge_metric(metric_name) else get_metric(metric_name)  # unknown names fail before any work
     kind = default_kind(program_name, retriever_kind)
@@ -56,7 +58,7 @@ def run_compile(
     configure_dspy(lm)
     if metric is None:  # a judge metric asks the judge LM (the program LM unless --judge-lm / DISAMBIG_JUDGE_LM)
         metric = get_metric(metric_name, judge_lm=build_lm(settings, settings.judge_lm) if settings.judge_lm else lm)
-    knobs: dict[str, Any] = dict(options or {})
+    knobs = with_format_option(program_name, dataset_format(dataset), options or {})  # ADF's style follows the data
     trials_seen: list[dict[str, Any]] = []
     if knob_trials:
         knobs = search_knobs(program_name, retriever, trainset, metric, budget, knob_trials, knobs, trials_seen)

@@ -77,7 +77,8 @@ class ADF(dspy.Module):
             by default the retriever's own, else all-MiniLM-L6-v2.
         profile: ``paper`` or ``authors``: the defaults for every argument below left as None.
         style: ``ambignq`` (short answers: entity-heavy HyDE, the AmbigNQ thresholds) or ``asqa`` (long-form:
-            distinguishing HyDE, the ASQA thresholds).
+            distinguishing HyDE, the ASQA thresholds). ``disambig eval`` and ``compile`` set it from the dataset's
+            row format unless ``--option style=...`` is given.
         tau_var, tau_sep: eq. 3 thresholds on dispersion and separation.
         tau_rel: eq. 5, minimum cosine between the question and a cluster centroid.
         initial_k: passages of the first retrieval (2k), measured for coherence.

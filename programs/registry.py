@@ -19,6 +19,8 @@ class ProgramInfo:
     summary: str
     needs_retriever: bool
     default_retriever: str = "hybrid"
+    format_option: str = ""  # constructor argument that follows the dataset's row format unless the user sets it
+    formats: tuple[str, ...] = ()  # the row formats that argument takes (asqa, ambignq)
 
 
 PROGRAMS: dict[str, ProgramInfo] = {
@@ -65,7 +67,7 @@ PROGRAMS: dict[str, ProgramInfo] = {
     "adf": ProgramInfo(
         "disambig.programs.adf:ADF",
         "ADF: coherence gate on the first retrieval, K-means clusters -> sub-questions + HyDE, RRF, structured "
-        "synthesis", True,
+        "synthesis", True, format_option="style", formats=("ambignq", "asqa"),
     ),
     "dfa": ProgramInfo(
         "disambig.programs.dfa:DFA",
@@ -123,6 +125,15 @@ def build_program(name: str, retriever: Any = None, **kwargs: Any) -> Any:
         raise ConfigurationError(f"program {name!r} needs a retriever; pass --retriever bm25|dense|hybrid")
     check_options(name, kwargs)
     return program_class(name)(retriever=retriever, **kwargs)
+
+
+def with_format_option(name: str, row_format: str, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` plus the argument of program ``name`` that follows the dataset's ``row_format`` (ADF's
+    ``style=asqa`` on an ASQA-format file), unless the user set it or the program takes no such argument."""
+    info = PROGRAMS.get(name)
+    if info is None or not info.format_option or info.format_option in options or row_format not in info.formats:
+        return dict(options)
+    return dict(options) | {info.format_option: row_format}
 
 
 def check_options(name: str, options: dict[str, Any]) -> None:

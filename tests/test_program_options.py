@@ -87,15 +87,18 @@ def test_eval_records_the_options_in_its_params(scripted, tmp_path, asqa_file):
             "--out", str(out), "--option", "profile=authors"]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert json.loads((out / "params.json").read_text())["options"] == {"profile": "authors"}
-    assert json.loads((out / "report.json").read_text())["params"]["options"] == {"profile": "authors"}
+    recorded = {"profile": "authors", "style": "asqa"}  # the style follows the file's ASQA rows
+    assert json.loads((out / "params.json").read_text())["options"] == recorded
+    assert json.loads((out / "report.json").read_text())["params"]["options"] == recorded
     resumed = runner.invoke(app, [*args[:-1], "profile=paper"])  # the same folder with other options is another run
     assert resumed.exit_code == 2 and "different options" in resumed.output
 
 
-def test_a_run_folder_from_before_options_resumes(scripted, tmp_path, asqa_file):
+def test_a_run_folder_from_before_options_resumes(tmp_path, asqa_file, monkeypatch):
+    lm, _ = scripted_lm({"": lambda user: {"long_answer": "It was Paul Simon."}})
+    monkeypatch.setattr("disambig.lm.runtime.build_lm", lambda settings, spec=None, **kw: lm)
     out = tmp_path / "run"
-    args = ["eval", "adf", "--dataset", asqa_file, "--limit", "1", "--metric", "rouge-l", "--no-track",
+    args = ["eval", "closed-book", "--dataset", asqa_file, "--limit", "1", "--metric", "rouge-l", "--no-track",
             "--out", str(out)]
     assert runner.invoke(app, args).exit_code == 0
     params = json.loads((out / "params.json").read_text())
@@ -104,10 +107,35 @@ def test_a_run_folder_from_before_options_resumes(scripted, tmp_path, asqa_file)
     assert runner.invoke(app, args).exit_code == 0
 
 
+def test_adf_takes_its_style_from_the_dataset_unless_given(scripted, tmp_path, asqa_file):
+    runs, hyde = {}, {}
+    for name, extra in (("auto", []), ("given", ["--option", "style=ambignq"])):
+        out, before = tmp_path / name, len(scripted.calls)
+        result = runner.invoke(app, ["eval", "adf", "--dataset", asqa_file, "--limit", "1", "--metric", "rouge-l",
+                                     "--no-track", "--out", str(out), "--option", "profile=authors", *extra])
+        assert result.exit_code == 0, result.output
+        runs[name] = json.loads((out / "params.json").read_text())["options"]
+        hyde[name] = [phrase for phrase, _ in scripted.calls[before:]].count("Write a detailed factual passage")
+    assert runs == {"auto": {"profile": "authors", "style": "asqa"},
+                    "given": {"profile": "authors", "style": "ambignq"}}
+    # the authors' ASQA style always decomposes and writes the distinguishing passage; their AmbigNQ style answers
+    # these one-topic passages directly
+    assert hyde["auto"] > 0 and hyde["given"] == 0
+
+
+def test_the_format_option_is_added_only_where_a_program_takes_it():
+    from disambig.programs.registry import with_format_option
+
+    assert with_format_option("adf", "ambignq", {}) == {"style": "ambignq"}
+    assert with_format_option("adf", "beir", {"k": 3}) == {"k": 3}  # no style for that format: the default stays
+    assert with_format_option("adf", "asqa", {"style": "ambignq"}) == {"style": "ambignq"}
+    assert with_format_option("vanilla-rag", "asqa", {}) == {}
+
+
 def test_compile_records_the_options_as_knobs(scripted, tmp_path, asqa_file):
     result = runner.invoke(app, ["compile", "adf", "--dataset", asqa_file, "--metric", "rouge-l", "--optimizer",
                                  "labeled-fewshot", "--train", "2", "--val", "1", "--no-track", "--out", str(tmp_path),
                                  "--option", "profile=authors", "--option", "tau_sep=0.3"])
     assert result.exit_code == 0, result.output
     manifest = json.loads((tmp_path / "adf" / "asqa-mini" / "manifest.json").read_text())["labeled-fewshot"]
-    assert manifest["knobs"] == {"profile": "authors", "tau_sep": 0.3}
+    assert manifest["knobs"] == {"profile": "authors", "tau_sep": 0.3, "style": "asqa"}

@@ -55,7 +55,7 @@ def evaluate(
                         judge_lm=run.judge_lm, retriever=run.retriever_name,
                         metrics=tuple(run.metrics), artifact=artifact,
                         cache=settings.lm_cache,  # the report says whether LM responses came from the cache
-                        options=program_options)
+                        options=run.options)
     out_dir = out or config.default_out()
     if engine != "local":
         run.program = _batch_answers(engine, artifact, program, run, out_dir, settings, master, partitions)
