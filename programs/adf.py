@@ -95,8 +95,9 @@ class ADF(dspy.Module):
         fresh_retrieval: on the direct path, retrieve k passages anew (Algorithm 1 line 6) rather than reuse
             the first k of the initial retrieval.
         hyde_temperature: sampling temperature of the HyDE step (0.7 in both).
-        synthesis_tokens: token limit of the synthesis reply (intents, concise answer and long answer; the
-            released code sets none).
+        synthesis_tokens: token limit of the synthesis reply (intents, concise answer and long answer); None keeps
+            the LM's own cap, as the released code does (256 on the embedded LM, where a larger cap mostly buys
+            the small model's repetitions of its long answer).
         seed, n_init: K-means seed and restarts.
     """
 
@@ -116,7 +117,7 @@ class ADF(dspy.Module):
                  dispersion: str | None = None, strict: bool | None = None, uncertain: str | None = None,
                  always_decompose: bool | None = None, fusion: str | None = None,
                  fresh_retrieval: bool | None = None, hyde_temperature: float | None = None,
-                 synthesis_tokens: int = 1024, seed: int = SEED, n_init: int = N_INIT) -> None:
+                 synthesis_tokens: int | None = None, seed: int = SEED, n_init: int = N_INIT) -> None:
         super().__init__()
         given = {"tau_var": tau_var, "tau_sep": tau_sep, "tau_rel": tau_rel, "initial_k": initial_k,
                  "cluster_depth": cluster_depth, "k": k, "pathway_k": pathway_k, "k_min": k_min, "k_max": k_max,
@@ -134,7 +135,8 @@ class ADF(dspy.Module):
         self.sub_question = dspy.Predict(ClusterSubQuestion)
         self.hyde = dspy.Predict(EntityPassage if style == "ambignq" else DistinguishingPassage,
                                  temperature=settings["hyde_temperature"])
-        self.synthesize = dspy.Predict(MultiIntentSynthesis, max_tokens=synthesis_tokens)
+        cap = {} if synthesis_tokens is None else {"max_tokens": synthesis_tokens}  # None must not unset the LM's
+        self.synthesize = dspy.Predict(MultiIntentSynthesis, **cap)
 
     def forward(self, question: str) -> dspy.Prediction:
         s = self.settings

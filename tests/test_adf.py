@@ -229,3 +229,8 @@ def test_ask_shows_the_gate_the_sub_questions_with_their_hyde_passages_and_the_a
     assert "Gate: Ambiguous -> decomposed" in text and "separation" in text and "tau_var 0.25" in text
     assert "(dropped)" in text and "Sub-questions" in text and "hyde Which Men?" in text
     assert "Concise answer: Ronaldo" in text and "A: It depends on the reading." in text
+
+
+def test_the_synthesis_keeps_the_lms_cap_unless_given():
+    assert "max_tokens" not in ADF(None).synthesize.config  # the LM's own cap (256 on the embedded engine)
+    assert ADF(None, synthesis_tokens=300).synthesize.config["max_tokens"] == 300
