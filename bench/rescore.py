@@ -23,13 +23,16 @@ EXTRA = {"asqa": ["adf-rouge-l", "answer-f1"], "ambignq": ["answer-f1"]}
 RETRIEVAL_EXTRA = {"asqa": ["ndcg@5", "recall@5", "adf-ndcg@5", "adf-recall@5"]}  # against the evidence passages
 
 
-def rescore(run: Path) -> dict:
-    """``{program, dataset, questions, failures, code, metrics}`` for one run folder."""
+def rescore(run: Path, first: int | None = None) -> dict:
+    """``{program, dataset, questions, failures, code, metrics, cost}`` for one run folder; with ``first``, only
+    its answers to the first ``first`` questions of the run's split (to compare runs of different lengths)."""
     from disambig.cli.score_cmd import build_metrics, load_questions, read_predictions
+    from disambig.evaluation.report import efficiency
     from disambig.evaluation.scoring import score_predictions
 
     params = json.loads((run / "params.json").read_text(encoding="utf-8"))
-    rows = read_predictions(run / "results.jsonl")
+    keep = first_ids(params, first) if first else None
+    rows = [r for r in read_predictions(run / "results.jsonl") if keep is None or str(r.get("id")) in keep]
     examples, kind = load_questions(params["dataset"])
     retrieved = any(r.get("passages") for r in rows)
     metrics = build_metrics([], kind, None, None)
@@ -39,17 +42,25 @@ def rescore(run: Path) -> dict:
     from disambig.evaluation.code_version import describe
 
     raw = [json.loads(line) for line in (run / "results.jsonl").read_text(encoding="utf-8").splitlines() if line]
+    raw = [r for r in raw if keep is None or str(r.get("id")) in keep]
     stamps = sorted({describe(r.get("code") or {}) for r in raw})
     code = params.get("commit", "?") if stamps == ["unknown code"] else "; ".join(stamps)
     grades = [((r.get("trace") or {}).get("notes") or {}).get("grade") for r in raw]
     readings = [len((r.get("prediction") or {}).get("interpretations") or []) for r in raw]
-    report = run / "report.json"
-    cost = json.loads(report.read_text(encoding="utf-8")).get("efficiency", {}) if report.is_file() else {}
+    cost = efficiency([r.get("trace") or {} for r in raw],  # from the rows, so a partial run has costs too
+                      failures_without_trace=sum(r.get("error") is not None and not r.get("trace") for r in raw))
     label = run_label(run)
     return {"program": label, "lm": params.get("lm_model") or params.get("lm", ""), "grades": grade_counts(grades),
             "readings_per_q": sum(readings) / len(readings) if readings else 0.0, "dataset": params["dataset"],
             "cost": cost, "questions": result.questions,
             "failures": sum(r.get("error") is not None for r in raw), "code": code, "metrics": result.metrics}
+
+
+def first_ids(params: dict, n: int) -> set[str]:
+    """Ids of the first ``n`` questions of the split a run folder's ``params`` name."""
+    from disambig.data import load_dataset
+
+    return {str(ex.id) for ex in load_dataset(params["dataset"], split=params.get("split", "dev"), limit=n)}
 
 
 def run_label(run: Path) -> str:
@@ -113,6 +124,8 @@ def main() -> None:
     parser.add_argument("--datasets", nargs="+", default=None, help="Keep only runs on these datasets (e.g. asqa).")
     parser.add_argument("--only", nargs="+", default=None,
                         help="Run folders to include, by name without the dataset (e.g. diva vanilla-rag).")
+    parser.add_argument("--first", type=int, default=None,
+                        help="Score only the answers to the first N questions of each run's split.")
     args = parser.parse_args()
     by_dataset: dict[str, list[dict]] = {}
     for run in sorted(p.parent for runs in args.runs for p in runs.glob("*/results.jsonl")):
@@ -120,10 +133,10 @@ def main() -> None:
             continue
         if args.datasets and Path(json.loads((run / "params.json").read_text())["dataset"]).stem not in args.datasets:
             continue
-        row = rescore(run)
+        row = rescore(run, args.first)
         by_dataset.setdefault(row["dataset"], []).append(row)
     only = (f" --datasets {' '.join(args.datasets)}" if args.datasets else "") + (
-        f" --only {' '.join(args.only)}" if args.only else "")
+        f" --only {' '.join(args.only)}" if args.only else "") + (f" --first {args.first}" if args.first else "")
     text = section(" ".join(str(r) for r in args.runs) + only, by_dataset, args.section)
     print(text)
     if args.results is not None:
