@@ -80,12 +80,14 @@ def test_compile_adf_through_the_command_line_with_tuned_knobs_then_load(monkeyp
 
     searcher = TableRetriever(corpus({"Men": 3, "Women": 3, "Club": 2, "Cricket": 2}))
     searcher.embedder = AxisEmbedder(("Men", "Women", "Club"))
-    use_in_cli(monkeypatch, scripted_lm(RULES)[0], searcher)
+    rules = RULES | {"Write a detailed factual passage": lambda user: {"passage": "hyde"}}  # the ASQA style's HyDE
+    use_in_cli(monkeypatch, scripted_lm(rules)[0], searcher)
     state_path, manifest = compile_asqa("adf", asqa_file, tmp_path, "--train", "3", "--val", "2", "--tune-knobs", "1")
     assert {"tau_var", "tau_sep", "tau_rel", "k"} <= set(manifest["knobs"])
+    assert manifest["knobs"]["style"] == "asqa"  # taken from the ASQA rows
     # every ASQA row has a long answer, passages and sub-questions: the synthesis step gets gold demos
     assert len(json.loads(state_path.read_text())["synthesize"]["demos"]) == 2
     program = load(state_path, retriever=searcher)
     assert program.settings["tau_sep"] == manifest["knobs"]["tau_sep"]
-    with dspy.context(lm=scripted_lm(RULES)[0], adapter=CompactJSONAdapter()):
+    with dspy.context(lm=scripted_lm(rules)[0], adapter=CompactJSONAdapter()):
         assert program(question=QUESTION).long_answer == "It depends on the reading."
