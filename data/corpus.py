@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 from disambig.data.jsonl import MalformedRowError, read_jsonl, require
 from disambig.data.root import CORPORA, resolve
 from disambig.errors import ConfigurationError
+
+FOLDER_MANIFEST = "manifest.json"
+"""A built benchmark folder's record of how it was made; a BEIR folder without ``corpus.jsonl`` names there the
+corpus its queries are judged on (``corpus``)."""
 
 
 def corpus_path(name_or_path: str) -> Path:
@@ -49,7 +54,9 @@ def load_beir_qrels(name_or_path: str, split: str = "test") -> dict[str, dict[st
     """``{query_id: {doc_id: grade}}`` from ``qrels/SPLIT.tsv``."""
     file = corpus_path(name_or_path) / "qrels" / f"{split}.tsv"
     if not file.is_file():
-        raise ConfigurationError(f"no qrels file {str(file)!r}")
+        judged = qrels_splits(name_or_path)
+        raise ConfigurationError(f"no qrels file {str(file)!r}; the folder judges "
+                                 + (f"split(s) {', '.join(judged)}: pass one of them" if judged else "no split"))
     qrels: dict[str, dict[str, int]] = {}
     with file.open(encoding="utf-8") as handle:
         for number, row in enumerate(csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE), 1):
@@ -61,3 +68,29 @@ def load_beir_qrels(name_or_path: str, split: str = "test") -> dict[str, dict[st
             qrels.setdefault(row[0], {})[row[1]] = int(row[2])
     return qrels
 
+
+def qrels_splits(name_or_path: str) -> list[str]:
+    """The splits a BEIR folder judges: the names of its ``qrels/*.tsv`` files, sorted."""
+    return sorted(file.stem for file in (corpus_path(name_or_path) / "qrels").glob("*.tsv"))
+
+
+def named_corpus(folder: Path) -> str | None:
+    """The corpus a BEIR folder without ``corpus.jsonl`` names in its manifest (``disambig data asqa-retrieval``
+    writes one), else None.
+
+    Raises:
+        ConfigurationError: the manifest is not valid JSON, or its ``corpus`` is not a non-empty string.
+    """
+    file = folder / FOLDER_MANIFEST
+    if not file.is_file():
+        return None
+    try:
+        manifest = json.loads(file.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConfigurationError(f"{file}: not valid JSON ({exc.msg}); rebuild the folder") from None
+    corpus = manifest.get("corpus") if isinstance(manifest, dict) else None
+    if corpus is None:
+        return None
+    if not isinstance(corpus, str) or not corpus.strip():
+        raise ConfigurationError(f"{file}: 'corpus' must name a corpus (wiki-slice or a JSONL path), got {corpus!r}")
+    return corpus

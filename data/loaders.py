@@ -16,11 +16,11 @@ from typing import Any
 
 import dspy
 
-from disambig.data.corpus import load_beir_qrels, load_beir_queries
+from disambig.data.corpus import load_beir_qrels, load_beir_queries, named_corpus, qrels_splits
 from disambig.data.jsonl import MalformedRowError, read_jsonl, require
 from disambig.data.root import CORPORA, QUESTION_SETS, find_named, resolve
 from disambig.data.spiderqa import aggregation_example
-from disambig.data.splits import in_split
+from disambig.data.splits import SPLITS, in_split
 from disambig.errors import ConfigurationError
 
 DATASETS = tuple(QUESTION_SETS)
@@ -32,23 +32,29 @@ def load_dataset(name: str, split: str = "all", limit: int | None = None) -> lis
 
     Args:
         name: dataset name (found under the data root), file path (ASQA or AmbigNQ rows), a BEIR folder or named
-            BEIR corpus (``dbpedia-entity-5k``; its judged test queries, see ``beir_examples``), or ``hf:owner/name``
-            (needs network; rows in either format).
+            BEIR corpus (``dbpedia-entity-5k``; its judged queries, see ``judged_splits`` and ``beir_examples``), or
+            ``hf:owner/name`` (needs network; rows in either format).
         split: ``train``, ``dev``, ``test`` (by question hash, see ``disambig.data.splits``) or ``all``.
         limit: keep the first ``limit`` questions of the split.
     """
     if limit is not None and limit < 1:
         raise ValueError(f"limit={limit} must be at least 1")
-    rows = _rows(name)
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
+    rows = _rows(name, split)
     examples = [ex for ex in rows if in_split(ex.question, split)]
     return examples[:limit] if limit else examples
 
 
-def _rows(name: str) -> list[dspy.Example]:
+def _rows(name: str, split: str = "all") -> list[dspy.Example]:
     if name.startswith("hf:"):
         return _from_hub(name[3:])
     if beir_folder(name) is not None:
-        return beir_examples(name)
+        by_id: dict[str, dspy.Example] = {}
+        for judged in judged_splits(name, split):
+            for example in beir_examples(name, judged):
+                by_id.setdefault(example.id, example)  # a query judged in two files is taken once
+        return list(by_id.values())
     path = question_file(resolve(name, QUESTION_SETS, "dataset", "a JSONL file, a BEIR folder or hf:NAME"))
     label = name if name in QUESTION_SETS else path.stem
     return [aggregation_example(row, path.parent, f"{path}:{number}", label)
@@ -64,9 +70,37 @@ def beir_folder(name: str) -> Path | None:
     return path if (path / "queries.jsonl").is_file() and (path / "qrels").is_dir() else None
 
 
+def judged_splits(name: str, split: str) -> list[str]:
+    """The qrels files (``qrels/NAME.tsv``) that judge a BEIR folder's ``split`` questions: the split's own when the
+    folder has one (``disambig data asqa-retrieval`` writes one per split), every file for ``all``, else ``test``
+    (dbpedia-entity-5k judges all its queries there; ``load_dataset`` then splits them by question hash)."""
+    judged = qrels_splits(name)
+    if split in judged:
+        return [split]
+    return judged if split == "all" and judged else ["test"]
+
+
 def default_corpus(dataset: str) -> str:
-    """The corpus a run on ``dataset`` searches unless told otherwise: a BEIR dataset's own, else ``wiki-slice``."""
-    return dataset if beir_folder(dataset) is not None else "wiki-slice"
+    """The corpus a run on ``dataset`` searches unless told otherwise (``--corpus``).
+
+    A BEIR folder with its own ``corpus.jsonl`` (dbpedia-entity-5k) searches itself; one without names its corpus
+    in ``manifest.json`` (``disambig data asqa-retrieval`` writes ``"corpus": "wiki-slice"``), so the indexes
+    already built for that corpus are used; any other dataset searches ``wiki-slice``.
+
+    Raises:
+        ConfigurationError: a BEIR folder with neither ``corpus.jsonl`` nor a manifest naming a corpus.
+    """
+    folder = beir_folder(dataset)
+    if folder is None:
+        return "wiki-slice"
+    if (folder / "corpus.jsonl").is_file():
+        return dataset
+    named = named_corpus(folder)
+    if named is None:
+        raise ConfigurationError(f"BEIR folder {str(folder)!r} has no corpus.jsonl and no manifest.json naming the "
+                                 'corpus its queries are judged on; add one of them (a manifest.json of {"corpus": '
+                                 '"wiki-slice"}), or give eval/compile a --corpus')
+    return named if named in CORPORA or Path(named).is_absolute() else str(folder / named)
 
 
 def beir_examples(name: str, split: str = "test", limit: int | None = None) -> list[dspy.Example]:

@@ -30,14 +30,17 @@ def prepare_run(
     limit: int | None,
     metric_names: list[str],
     retriever_kind: str | None,
-    corpus: str,
+    corpus: str | None = None,
     artifact: str = "",
     options: dict[str, Any] | None = None,
 ) -> PreparedRun:
     """Load the split, build the program with its constructor ``options`` and its retriever (or load a compiled
-    ``artifact`` of ``program``), resolve metrics, and configure the LM."""
+    ``artifact`` of ``program``), resolve metrics, and configure the LM.
+
+    The retriever searches ``corpus``, by default the dataset's (``disambig.data.loaders.default_corpus``).
+    """
     from disambig.data import load_dataset
-    from disambig.data.loaders import dataset_format
+    from disambig.data.loaders import dataset_format, default_corpus
     from disambig.lm.runtime import build_lm, configure_dspy
     from disambig.metrics import with_inputs
     from disambig.programs import PROGRAMS, build_program
@@ -57,6 +60,7 @@ def prepare_run(
     if kind:
         from disambig.retrieval import build_retriever
 
+        corpus = corpus or default_corpus(dataset)
         retriever = build_retriever(kind, corpus=corpus, settings=settings)
     options = {} if artifact else with_format_option(program, dataset_format(dataset), options or {})
     module = load_compiled(artifact, program, retriever, settings) if artifact else build_program(program, retriever,

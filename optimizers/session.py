@@ -22,7 +22,7 @@ def run_compile(
     n_train: int,
     n_val: int,
     retriever_kind: str | None,
-    corpus: str,
+    corpus: str | None,
     name: str,
     out: Path,
     track: bool,
@@ -35,10 +35,11 @@ def run_compile(
 
     With ``knob_trials`` > 0 the program's numeric knobs are first searched with optuna, scored on the
     train split (the held-out split stays unseen until the before/after scores). ``options`` are constructor
-    arguments fixed by the user (``--option``); they are not searched, and the manifest's knobs record them.
+    arguments fixed by the user (``--option``); they are not searched, and the manifest's knobs record them. The
+    retriever searches ``corpus``, by default the dataset's (``disambig.data.loaders.default_corpus``).
     """
     from disambig.data import load_dataset
-    from disambig.data.loaders import dataset_format
+    from disambig.data.loaders import dataset_format, default_corpus
     from disambig.lm.runtime import build_lm, configure_dspy
     from disambig.metrics import get_metric, is_judge_metric
     from disambig.programs import build_program
@@ -51,6 +52,7 @@ def run_compile(
     if kind:
         from disambig.retrieval import build_retriever
 
+        corpus = corpus or default_corpus(dataset)
         retriever = build_retriever(kind, corpus=corpus, settings=settings)
     trainset = [with_gold_fields(ex) for ex in load_dataset(dataset, split="train", limit=n_train)]
     valset = load_dataset(dataset, split="dev", limit=n_val)

@@ -16,7 +16,7 @@ from disambig.settings import load_settings
 def compile_(
     program: str = typer.Argument(..., help="Registered program (see `disambig programs`)."),
     dataset: str = typer.Option("asqa", "--dataset", "-d", help="asqa, ambignq, a JSONL file in their format, or "
-                                 "a BEIR folder (dbpedia-entity-5k)."),
+                                 "a BEIR folder (dbpedia-entity-5k, or one `disambig data asqa-retrieval` built)."),
     metric: str = typer.Option("dr", "--metric", "-m", help="Metric to optimise (e.g. dr, d-f1, mrecall@5)."),
     optimizer: str = typer.Option("bootstrap", "--optimizer", "-o",
                                   help="labeled-fewshot, knn-fewshot, bootstrap, bootstrap-rs, mipro, gepa, simba, "
@@ -25,8 +25,8 @@ def compile_(
     val: int = typer.Option(20, "--val", min=1, help="Held-out questions from the dev split (scored before/after)."),
     retriever: str | None = typer.Option(None, "--retriever", help="bm25, dense or hybrid (default hybrid if needed)."),
     corpus: str | None = typer.Option(None, "--corpus",
-                                      help="Corpus the retriever searches (default: a BEIR dataset's own, else "
-                                           "wiki-slice)."),
+                                      help="Corpus the retriever searches (default: a BEIR folder's own or the one "
+                                           "its manifest names, else wiki-slice)."),
     name: str = typer.Option("", "--name", help="Artifact name (default: the optimizer's name)."),
     demos: int = typer.Option(2, "--demos", min=0, help="Few-shot demos per predictor."),
     candidates: int = typer.Option(3, "--candidates", min=1, help="Candidate programs/instructions."),
@@ -47,7 +47,6 @@ def compile_(
     option: list[str] = options.PROGRAM_OPTION,
 ) -> None:
     """Score PROGRAM on held-out questions, compile it on the train split, score again, save JSON + manifest."""
-    from disambig.data.loaders import default_corpus
     from disambig.optimizers.recipes import Budget
     from disambig.optimizers.session import run_compile
 
@@ -56,7 +55,6 @@ def compile_(
     settings = load_settings(lm=lm, threads=threads, lm_cache=cache)
     budget = Budget(demos=demos, candidates=candidates, trials=trials, metric_calls=metric_calls, batch=batch,
                     threads=settings.threads)
-    corpus = corpus or default_corpus(dataset)
     result, tracked = run_compile(settings, program, dataset, metric, optimizer, budget, train, val, retriever,
                                   corpus, name, out, track, register, reflection_lm, tune_knobs,
                                   program_options)

@@ -1,4 +1,5 @@
-"""``disambig data``: get the benchmark data (``fetch`` downloads it from its public sources on the hub)."""
+"""``disambig data``: get the benchmark data (``fetch`` downloads it from its public sources on the hub) and build
+benchmark folders from it (``spiderqa``, ``asqa-retrieval``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from rich.table import Table
 from disambig.cli.errors import user_errors
 from disambig.settings import load_settings
 
-app = typer.Typer(no_args_is_help=True, help="Benchmark data: download it from its public sources.")
+app = typer.Typer(no_args_is_help=True,
+                  help="Benchmark data: download it from its public sources, build benchmarks from it.")
 
 # Kept literal so that `import disambig.cli` stays light; a test checks them against disambig.data.fetch.
 DATASET_NAMES = ("asqa", "ambignq", "wiki-slice", "dbpedia-entity-5k", "spider")
@@ -116,6 +118,50 @@ def spiderqa(
     llm = sum(t["source"] == "llm" for t in report.templates.values())
     console.print(f"templates: {llm} written by the LM, {len(report.templates) - llm} deterministic")
     console.print(f"evaluate with: disambig eval dfa --dataset {target}")
+
+
+@app.command("asqa-retrieval")
+@user_errors
+def asqa_retrieval(
+    out: Path | None = typer.Option(
+        None, "--out", file_okay=False,
+        help="Folder to write (default: CACHE_DIR/asqa-retrieval); a folder this command wrote is replaced."),
+    dataset: str = typer.Option("asqa", "--dataset", "-d", help="asqa or an ASQA-format JSONL file."),
+    corpus: str = typer.Option(
+        "wiki-slice", "--corpus", "-c",
+        help="Corpus the questions are judged on and searched in: wiki-slice or a JSONL file of {id, title, text}."),
+    limit: int = typer.Option(50, "--limit", "-n", min=1, help="Questions per split."),
+    splits: list[str] = typer.Option(
+        ["train", "dev"], "--splits",
+        help="Splits to write (by question hash): train, dev, test; repeat or separate by commas."),
+) -> None:
+    """Build a BEIR-style retrieval benchmark of ASQA questions over a corpus, for `disambig eval-retrieval`.
+
+    A question's relevant passages are the corpus passages whose text is one of its annotators' evidence passages
+    (annotations[].knowledge[].content, whitespace-normalised; grade 1). Each split takes its first N questions in
+    file order that have one; questions without are skipped and counted, as are evidence texts the corpus lacks.
+    Writes queries.jsonl, qrels/SPLIT.tsv and manifest.json (the counts, the corpus it names, the command); the
+    corpus is not copied, so eval-retrieval and compile search it by name with its existing indexes.
+    """
+    from disambig.data.asqa_retrieval import build_asqa_retrieval, parse_splits
+
+    names = parse_splits(splits)
+    target = (out or Path(load_settings().cache_dir) / "asqa-retrieval").expanduser()
+    command = (f"disambig data asqa-retrieval --out {target} --dataset {dataset} --corpus {corpus} --limit {limit} "
+               f"--splits {','.join(names)}")
+    manifest = build_asqa_retrieval(dataset, corpus, target, names, limit, command)
+    console = Console()
+    table = Table(title=f"{dataset} retrieval benchmark over {manifest['corpus']} in {target}")
+    columns = {"taken": "questions", "skipped_no_evidence": "skipped: no evidence",
+               "skipped_evidence_not_in_corpus": "skipped: evidence not in corpus",
+               "evidence_not_in_corpus": "evidence texts not in corpus", "mean_relevant": "relevant/question"}
+    table.add_column("split")
+    for title in columns.values():
+        table.add_column(title, justify="right")
+    for name, counts in manifest["per_split"].items():
+        table.add_row(name, *(str(counts[key]) for key in columns))
+    console.print(table)
+    console.print(f"evaluate with: disambig eval-retrieval --dataset {target} --split {names[-1]}")
 
 
 def _template_writer(spec: str):

@@ -23,7 +23,8 @@ def evaluate(
     limit: int | None = typer.Option(None, "--limit", "-n", min=1, help="First N questions of the split."),
     metric: list[str] = typer.Option([], "--metric", "-m", help="Metric name (repeatable); default per dataset."),
     retriever: str | None = typer.Option(None, "--retriever", help="bm25, dense or hybrid (default hybrid if needed)."),
-    corpus: str = typer.Option("wiki-slice", "--corpus", help="Corpus the retriever searches."),
+    corpus: str | None = typer.Option(None, "--corpus", help="Corpus the retriever searches (default: a BEIR "
+                                      "folder's own or the one its manifest names, else wiki-slice)."),
     lm: str | None = options.LM,
     verifier_lm: str | None = options.VERIFIER_LM,
     decoding: str | None = options.DECODING,

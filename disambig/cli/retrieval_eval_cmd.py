@@ -17,10 +17,13 @@ from disambig.settings import load_settings
 
 @user_errors
 def eval_retrieval(
-    dataset: str = typer.Option("dbpedia-entity-5k", "--dataset", "-d",
-                                help="dbpedia-entity-5k or a BEIR folder (corpus.jsonl, queries.jsonl, qrels/)."),
+    dataset: str = typer.Option(
+        "dbpedia-entity-5k", "--dataset", "-d",
+        help="dbpedia-entity-5k or a BEIR folder (queries.jsonl, qrels/, and corpus.jsonl or a manifest.json naming "
+             "its corpus, as `disambig data asqa-retrieval` writes)."),
     retriever: list[str] = typer.Option(["bm25"], "--retriever", "-r", help=f"Repeatable: {search_cmd.RETRIEVERS}"),
-    split: str = typer.Option("test", "--split", help="Qrels file qrels/SPLIT.tsv."),
+    split: str = typer.Option("test", "--split", help="Judgments qrels/SPLIT.tsv: test for dbpedia-entity-5k; train "
+                                                      "or dev for an asqa-retrieval folder."),
     embedder: str = index_cmd.EMBEDDER,
     threads: int | None = options.THREADS,
     lm: str | None = options.LM,
@@ -30,9 +33,12 @@ def eval_retrieval(
 ) -> None:
     """Search every judged query of DATASET with each retriever and report nDCG@10, Recall@100 and MRR@10.
 
-    Missing indexes of the dataset's corpus are built first (cached for later runs). Query-expansion retrievers
-    also report LM calls and tokens per query (zero for expansions read from the cache).
+    The corpus searched is the folder's own corpus.jsonl, else the corpus its manifest names (wiki-slice for
+    `disambig data asqa-retrieval`). Missing indexes of that corpus are built first (cached for later runs).
+    Query-expansion retrievers also report LM calls and tokens per query (zero for expansions read from the cache).
     """
+    from disambig.data.corpus import load_beir_qrels
+    from disambig.data.loaders import beir_folder, default_corpus
     from disambig.evaluation.retrieval import evaluate_retriever
     from disambig.retrieval import build_retriever
     from disambig.retrieval.factory import EXPANDED_KINDS, KINDS, index_kinds
@@ -44,21 +50,28 @@ def eval_retrieval(
         raise ValueError("--temperature and --expansion-state apply to query-expansion retrievers (amd-sparse, ...), "
                          f"not {', '.join(retriever)}")
     settings = load_settings(threads=threads, lm=lm)
+    if beir_folder(dataset) is None:
+        raise ValueError(f"dataset {dataset!r} is not a BEIR folder (queries.jsonl and qrels/); pass "
+                         "dbpedia-entity-5k or a folder built by `disambig data asqa-retrieval`")
+    load_beir_qrels(dataset, split)  # a split the folder does not judge fails before any index is built
+    corpus = default_corpus(dataset)
     console = Console()
     encoder = index_cmd.make_embedder(embedder)
     needed = {part for kind in retriever for part in index_kinds(kind)}
     for kind in sorted(needed):
-        index_cmd.build_with_progress(console, kind, dataset, settings, encoder)
+        index_cmd.build_with_progress(console, kind, corpus, settings, encoder)
     reports, costs = [], []
     for kind in retriever:
         extra = search_cmd.expansion_options(kind, temperature, expansion_state) if kind in EXPANDED_KINDS else {}
         # search seconds are measured: never answer a plain retriever's queries from the --cache rankings
         plain = settings if kind in EXPANDED_KINDS else settings.with_overrides(lm_cache=False)
-        searcher = build_retriever(kind, corpus=dataset, settings=plain, embedder=encoder, auto_build=False, **extra)
+        searcher = build_retriever(kind, corpus=corpus, settings=plain, embedder=encoder, auto_build=False, **extra)
         with console.status(f"searching with {kind}"):
             reports.append(evaluate_retriever(searcher, dataset, split))
         costs.append(expansion_cost(searcher, reports[-1].queries))
-    console.print(report_table(reports, f"Retrieval on {dataset} ({split}, {reports[0].queries} queries)", costs))
+    over = "" if corpus == dataset else f" over {corpus}"
+    console.print(report_table(reports, f"Retrieval on {dataset}{over} ({split}, {reports[0].queries} queries)",
+                               costs))
     if out:
         rows = [r.to_dict() | ({"expansion": c} if c else {}) for r, c in zip(reports, costs, strict=True)]
         out.write_text(json.dumps(rows, indent=2), encoding="utf-8")
