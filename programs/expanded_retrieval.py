@@ -77,10 +77,15 @@ class Expansion:
                 "fusion_queries": list(self.fusion_queries), "notes": self.notes}
 
 
+COST_FIELDS = ("lm_calls", "input_tokens", "output_tokens", "seconds")
+
+
 @dataclass
 class ExpansionUsage:
     """What a retriever's expansions cost: queries expanded by the LM or read from the cache, LM calls and tokens
-    (of this process's LM calls only; cached expansions cost none), and seconds spent expanding."""
+    (of this process's LM calls only; cached expansions cost none), and seconds spent expanding. ``made`` sums
+    what making each expansion cost, cached ones included as their cache entry recorded it: the method's cost,
+    whichever run paid it (a benchmark resumed from the cache still reports it)."""
 
     queries: int = 0
     cached: int = 0
@@ -88,12 +93,20 @@ class ExpansionUsage:
     input_tokens: int = 0
     output_tokens: int = 0
     seconds: float = 0.0
+    made_by_query: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    @property
+    def made(self) -> dict[str, float]:
+        """Summed over the distinct queries (a query searched twice was expanded once)."""
+        return {name: sum(cost[name] for cost in self.made_by_query.values()) for name in COST_FIELDS}
 
     def per_query(self, queries: int | None = None) -> dict[str, float]:
-        """LM calls, tokens and expansion seconds per query (over ``queries``, by default the queries expanded)."""
+        """LM calls, tokens and expansion seconds per query (over ``queries``, by default the queries expanded), of
+        this process and (``made_*``) of making the expansions."""
         n = max(queries or self.queries, 1)
         return {"lm_calls": self.lm_calls / n, "input_tokens": self.input_tokens / n,
-                "output_tokens": self.output_tokens / n, "expansion_seconds": self.seconds / n}
+                "output_tokens": self.output_tokens / n, "expansion_seconds": self.seconds / n,
+                **{f"made_{name}": value / n for name, value in self.made.items()}}
 
 
 class ExpansionCache:
@@ -213,16 +226,16 @@ class ExpandedRetriever(BatchRetriever):
         cache = self.cache if use_cache else None
         row = cache.get(key) if cache else None
         if row is not None:
-            self._count(cached=True)
+            self._count(query, cached=True, recorded=row.get("cost"))
             return Expansion.from_dict(row["expansion"])
         from disambig.lm.runtime import default_adapter
 
         with dspy.context(lm=lm, adapter=dspy.settings.adapter or default_adapter()), measured() as trace:
             expansion = Expansion.from_prediction(query, expander(query=query))
-        self._count(trace=trace)
+        cost = {"lm_calls": trace.lm_calls, "input_tokens": trace.input_tokens,
+                "output_tokens": trace.output_tokens, "seconds": round(trace.seconds, 3)}
+        self._count(query, trace=trace, recorded=cost)
         if cache:
-            cost = {"lm_calls": trace.lm_calls, "input_tokens": trace.input_tokens,
-                    "output_tokens": trace.output_tokens, "seconds": round(trace.seconds, 3)}
             cache.put(key, {"lm": lm_identity(lm), "program": type(expander).__name__,
                                  "expansion": expansion.to_dict(), "cost": cost})
         return expansion
@@ -240,10 +253,14 @@ class ExpandedRetriever(BatchRetriever):
                 self._lm = build_lm(self.settings)
         return self._lm
 
-    def _count(self, cached: bool = False, trace: Any = None) -> None:
+    def _count(self, query: str, cached: bool = False, trace: Any = None,
+               recorded: dict[str, Any] | None = None) -> None:
+        recorded = recorded or {}  # an entry from before costs were recorded counts as free
         with self._lock:
             self.usage.queries += 1
             self.usage.cached += int(cached)
+            self.usage.made_by_query.setdefault(query, {
+                name: float(v) if isinstance(v := recorded.get(name), int | float) else 0.0 for name in COST_FIELDS})
             if trace is not None:
                 self.usage.lm_calls += trace.lm_calls
                 self.usage.input_tokens += trace.input_tokens

@@ -206,4 +206,7 @@ def test_eval_retrieval_reports_lm_calls_per_query_and_a_second_run_costs_none(c
     invoke("eval-retrieval", "--dataset", str(beir), "-r", "q2d-sparse", "--out", str(out))
     (again,) = json.loads(out.read_text())
     assert again["expansion"]["lm_calls"] == 0 and again["expansion"]["from_cache"] == 2
+    # what making the expansions cost is still reported, from the cache entries
+    made = {k: again["expansion"][f"made_{k}"] for k in ("lm_calls", "input_tokens", "output_tokens")}
+    assert made == {k: q2d["expansion"][k] for k in made}
     assert again["metrics"] == q2d["metrics"]

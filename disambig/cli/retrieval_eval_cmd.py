@@ -35,7 +35,9 @@ def eval_retrieval(
 
     The corpus searched is the folder's own corpus.jsonl, else the corpus its manifest names (wiki-slice for
     `disambig data asqa-retrieval`). Missing indexes of that corpus are built first (cached for later runs).
-    Query-expansion retrievers also report LM calls and tokens per query (zero for expansions read from the cache).
+    Query-expansion retrievers also report what making their expansions cost per query (LM calls, tokens and
+    seconds; for an expansion read from the cache, what its entry recorded when it was made) and how many came
+    from the cache.
     """
     from disambig.data.corpus import load_beir_qrels
     from disambig.data.loaders import beir_folder, default_corpus
@@ -94,13 +96,15 @@ def report_table(reports: list, title: str, costs: list[dict[str, Any] | None] |
     costs = costs or [None] * len(reports)
     expanded = any(costs)
     table = Table(title=title)
-    columns = ("retriever", *metrics, "seconds", *(("LM calls/q", "tokens/q in+out", "cached") if expanded else ()))
+    columns = ("retriever", *metrics, "seconds",
+               *(("LM calls/q", "tokens/q in+out", "expansion s/q", "cached") if expanded else ()))
     for column in columns:
         table.add_column(column, justify="left" if column == "retriever" else "right")
     for report, cost in zip(reports, costs, strict=True):
         row = [report.retriever, *[f"{report.metrics[m]:.4f}" for m in metrics], f"{report.seconds:.1f}"]
         if expanded:
-            row += ([f"{cost['lm_calls']:.1f}", f"{cost['input_tokens']:.0f}+{cost['output_tokens']:.0f}",
-                     str(cost["from_cache"])] if cost else ["-", "-", "-"])
+            tokens = f"{cost['made_input_tokens']:.0f}+{cost['made_output_tokens']:.0f}" if cost else "-"
+            row += ([f"{cost['made_lm_calls']:.1f}", tokens, f"{cost['made_seconds']:.1f}", str(cost["from_cache"])]
+                    if cost else ["-"] * 4)
         table.add_row(*row)
     return table
