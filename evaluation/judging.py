@@ -2,10 +2,12 @@
 
 A judged score costs LM calls: one I_V call per interpretation and passage tried (up to |U_q| for one that cites
 no passage) and one I_M call per matched item. Each question's judge-metric scores are appended to a JSONL log
-(``ResultLog`` of ``JudgedQuestion``) as soon as they are known. A later scoring reuses a stored line only when
-its setting (judge LM and the model it names, the metric names, the U_q label) and its digest (the answer, the
-gold interpretations and evidence, the U_q passages) are both equal, so scores from another judge, metric set
-or U_q are never mixed with new ones; their lines stay in the log, unused.
+(``ResultLog`` of ``JudgedQuestion``) as soon as they are known. A later scoring reuses a stored line only
+when its setting (the judge LM and the model it names, a digest of the judge prompts, the metric names, the
+U_q label) and its digest (the answer, the gold interpretations and evidence, the U_q passages) are both
+equal, so scores from another judge, prompt, metric set or U_q are never mixed with new ones; their lines
+stay in the log, unused. Other code changes (a metric's formula) do not invalidate stored lines: delete the
+log to re-judge.
 """
 
 from __future__ import annotations
@@ -40,8 +42,8 @@ class JudgedScoring:
         self.metrics = dict(metrics)
         self.judge = judge
         self.log = ResultLog(log, JudgedQuestion) if log is not None else None
-        self.setting = {"judge_lm": judge_lm, "judge_model": lm_model(judge_lm), "metrics": sorted(self.metrics),
-                        "proxy": proxy}
+        self.setting = {"judge_lm": judge_lm, "judge_model": lm_model(judge_lm), "judge_prompts": prompts_digest(),
+                        "metrics": sorted(self.metrics), "proxy": proxy}
         self.records: list[JudgedQuestion] = []
         self.reused = 0
         self._stored: dict[tuple[str, str], JudgedQuestion] | None = None
@@ -80,6 +82,15 @@ class JudgedScoring:
             loaded = self.log.load() if self.log is not None else []
             self._stored = {(r.id, r.digest): r for r in loaded if r.setting == self.setting}
         return self._stored
+
+
+def prompts_digest() -> str:
+    """A digest of the judge's signatures (their instructions and fields): editing a judge prompt is a new judge."""
+    import inspect
+
+    from disambig.signatures import judge
+
+    return hashlib.sha256(inspect.getsource(judge).encode()).hexdigest()[:12]
 
 
 def question_digest(example: Any, pred: Any) -> str:

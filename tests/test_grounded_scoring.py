@@ -118,8 +118,8 @@ def test_a_rerun_reuses_the_logged_questions_without_judge_calls(tmp_path):
     assert again.per_question == first.per_question and again.metrics == first.metrics
 
 
-@pytest.mark.parametrize("change", ["judge", "proxy", "answer"])
-def test_scores_of_another_judge_proxy_or_answer_are_not_reused(tmp_path, change):
+@pytest.mark.parametrize("change", ["judge", "prompts", "proxy", "answer"])
+def test_scores_of_another_judge_proxy_or_answer_are_not_reused(tmp_path, monkeypatch, change):
     log = tmp_path / "scores.judged.jsonl"
     proxy = SharedProxy(ProxySource(top=3), FakeRetriever())
     metrics, judged = judged_scoring(judge_lm(), log, proxy="hybrid:wiki-slice@3")
@@ -127,6 +127,8 @@ def test_scores_of_another_judge_proxy_or_answer_are_not_reused(tmp_path, change
     spec, label, examples, row = "openai/judge-a", "hybrid:wiki-slice@3", proxy.attach([example()]), DIVA_ROW
     if change == "judge":
         spec = "openai/judge-b"
+    elif change == "prompts":  # an edited judge signature
+        monkeypatch.setattr("disambig.evaluation.judging.prompts_digest", lambda: "edited")
     elif change == "proxy":  # a deeper U_q: another label and other passages
         label, examples = "hybrid:wiki-slice@4", SharedProxy(ProxySource(top=4), FakeRetriever()).attach([example()])
     else:
