@@ -39,12 +39,8 @@ def rescore(run: Path, first: int | None = None) -> dict:
     extra = EXTRA.get(kind, []) + (["mrecall@5", *RETRIEVAL_EXTRA.get(kind, [])] if retrieved else [])
     metrics |= build_metrics(extra, kind, None, None)
     result = score_predictions(rows, examples, metrics)
-    from disambig.evaluation.code_version import describe
-
-    raw = [json.loads(line) for line in (run / "results.jsonl").read_text(encoding="utf-8").splitlines() if line]
-    raw = [r for r in raw if keep is None or str(r.get("id")) in keep]
-    stamps = sorted({describe(r.get("code") or {}) for r in raw})
-    code = params.get("commit", "?") if stamps == ["unknown code"] else "; ".join(stamps)
+    raw = raw_rows(run, keep)
+    code = answers_code(params, raw)
     grades = [((r.get("trace") or {}).get("notes") or {}).get("grade") for r in raw]
     readings = [len((r.get("prediction") or {}).get("interpretations") or []) for r in raw]
     cost = efficiency([r.get("trace") or {} for r in raw],  # from the rows, so a partial run has costs too
@@ -54,6 +50,24 @@ def rescore(run: Path, first: int | None = None) -> dict:
             "readings_per_q": sum(readings) / len(readings) if readings else 0.0, "dataset": params["dataset"],
             "cost": cost, "questions": result.questions,
             "failures": sum(r.get("error") is not None for r in raw), "code": code, "metrics": result.metrics}
+
+
+def raw_rows(run: Path, keep: set[str] | None = None) -> list[dict]:
+    """The rows of a run folder's ``results.jsonl`` as written (traces and code stamps included), those in
+    ``keep`` only when given."""
+    rows = [json.loads(line) for line in (run / "results.jsonl").read_text(encoding="utf-8").splitlines() if line]
+    return [r for r in rows if keep is None or str(r.get("id")) in keep]
+
+
+def answers_code(params: dict, raw: list[dict]) -> str:
+    """The code that produced the answers: the rows' distinct stamps, else the commit ``params`` recorded when the
+    folder was claimed (``code.commit``; ``commit`` in older folders)."""
+    from disambig.evaluation.code_version import describe
+
+    stamps = sorted({describe(r.get("code") or {}) for r in raw})
+    if stamps != ["unknown code"]:
+        return "; ".join(stamps)
+    return params.get("commit") or (params.get("code") or {}).get("commit") or "?"
 
 
 def first_ids(params: dict, n: int) -> set[str]:
@@ -89,11 +103,11 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def markers(name: str) -> tuple[str, str]:
-    """The begin/end markers of a generated section (``suite`` is the original, unnamed one)."""
-    if name == "suite":
+def markers(name: str, script: str = "bench/rescore.py") -> tuple[str, str]:
+    """The begin/end markers of a section ``script`` generates (rescore's ``suite`` is the original, unnamed one)."""
+    if name == "suite" and script == "bench/rescore.py":
         return BEGIN, END
-    return f"<!-- bench/rescore.py:{name}:begin -->", f"<!-- bench/rescore.py:{name}:end -->"
+    return f"<!-- {script}:{name}:begin -->", f"<!-- {script}:{name}:end -->"
 
 
 def section(runs: str, by_dataset: dict[str, list[dict]], name: str = "suite") -> str:

@@ -1,4 +1,5 @@
-"""Per-question results, appended to a JSONL file as they finish so an interrupted run resumes."""
+"""Per-question records, appended to a JSONL file as they finish so an interrupted run resumes: a run's answers
+and scores (``QuestionResult``) and the judge-metric scores of a re-scoring (``JudgedQuestion``)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import json
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 
 @dataclass
@@ -27,28 +28,50 @@ class QuestionResult:
         return self.error is not None
 
 
-class ResultLog:
-    """Append-only JSONL of ``QuestionResult``s; thread-safe; tolerates a torn last line."""
+@dataclass(frozen=True)
+class JudgedQuestion:
+    """One question's judge-metric scores and what they depend on (``disambig.evaluation.judging``).
 
-    def __init__(self, path: Path) -> None:
+    ``setting`` names the judge LM, the metric set and the proxy U_q; ``digest`` covers the answer, the gold
+    interpretations and the U_q passages; ``parse_failures`` and ``judge_calls`` are the judge's counts for it.
+    """
+
+    id: str
+    setting: dict[str, Any]
+    digest: str
+    scores: dict[str, float]
+    parse_failures: int = 0
+    judge_calls: int = 0
+    proxy_ids: list[str] = field(default_factory=list)
+
+
+Record = TypeVar("Record", QuestionResult, JudgedQuestion)
+
+
+class ResultLog(Generic[Record]):
+    """Append-only JSONL of ``kind`` records (``QuestionResult`` by default); thread-safe; tolerates a torn
+    last line."""
+
+    def __init__(self, path: Path, kind: type[Record] = QuestionResult) -> None:  # type: ignore[assignment]
         self.path = path
+        self.kind = kind
         self._lock = threading.Lock()
 
-    def load(self) -> list[QuestionResult]:
-        """Results already on disk (a truncated last line, left by a kill, is ignored and rewritten)."""
+    def load(self) -> list[Record]:
+        """Records already on disk (a truncated last line, left by a kill, is ignored and rewritten)."""
         if not self.path.exists():
             return []
         results, good_lines = [], []
         for line in self.path.read_text(encoding="utf-8").splitlines():
             try:
-                results.append(QuestionResult(**json.loads(line)))
+                results.append(self.kind(**json.loads(line)))
             except (json.JSONDecodeError, TypeError):
                 continue
             good_lines.append(line)
         self.path.write_text("".join(f"{line}\n" for line in good_lines), encoding="utf-8")
         return results
 
-    def append(self, result: QuestionResult) -> None:
+    def append(self, result: Record) -> None:
         line = json.dumps(asdict(result), ensure_ascii=False)
         with self._lock, self.path.open("a", encoding="utf-8") as handle:
             handle.write(line + "\n")

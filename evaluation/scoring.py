@@ -3,30 +3,35 @@
 A prediction row is a JSON object with ``question`` (and ``id`` when known) and any of ``long_answer``,
 ``answers`` (short answers), ``interpretations`` (``[{question, answer, passage_ids?}]``) and ``passages``
 (``[{id?, title, text}]``). Rows are matched to the dataset by ``id`` when the row has one the dataset knows,
-else by the question text (lower-cased, whitespace collapsed).
+else by the question text (lower-cased, whitespace collapsed). Judge metrics can be scored through a
+``JudgedScoring`` (``disambig.evaluation.judging``), which stores each question's judged scores as they are
+computed and reuses them on a re-run.
 """
 
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from disambig.evaluation.judging import JudgedScoring
 from disambig.evaluation.report import metric_means
-
-PREDICTION_FIELDS = ("long_answer", "answers", "interpretations", "passages")
 
 
 @dataclass(frozen=True)
 class ScoreResult:
-    """Corpus values by metric and each row's scores, in the order of the prediction rows."""
+    """Corpus values by metric and each row's scores, in the order of the prediction rows; ``judge`` is the
+    judged scoring's summary (``JudgedScoring.summary``: judge LM, U_q, calls, parse failures), None without one."""
 
     questions: int
     metrics: dict[str, float]
     per_question: list[dict[str, Any]] = field(default_factory=list)
+    judge: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"questions": self.questions, "metrics": self.metrics, "per_question": self.per_question}
+        return {"questions": self.questions, "metrics": self.metrics, "judge": self.judge,
+                "per_question": self.per_question}
 
 
 def question_key(text: str) -> str:
@@ -53,6 +58,11 @@ def match_rows(rows: list[dict[str, Any]], examples: list[Any]) -> list[Any]:
     return matched
 
 
+def answered_examples(rows: list[dict[str, Any]], examples: list[Any]) -> list[Any]:
+    """The examples the rows answer, each once, in the order first answered (to attach a U_q to, say)."""
+    return list({str(ex.id): ex for ex in match_rows(rows, examples)}.values())
+
+
 def to_prediction(row: dict[str, Any]) -> Any:
     """A ``dspy.Prediction`` with the common fields, empty where the row has none."""
     import dspy
@@ -63,26 +73,42 @@ def to_prediction(row: dict[str, Any]) -> Any:
     )
 
 
-def score_predictions(rows: list[dict[str, Any]], examples: list[Any], metrics: dict[str, Any]) -> ScoreResult:
+def score_predictions(
+    rows: list[dict[str, Any]],
+    examples: list[Any],
+    metrics: dict[str, Any],
+    judged: JudgedScoring | None = None,
+    on_row: Callable[[int, int], None] | None = None,
+) -> ScoreResult:
     """Score every row with every metric; report corpus values as ``evaluation.report.metric_means`` does.
 
     Args:
         rows: prediction rows (see the module docstring).
-        examples: the question set, from ``disambig.data.load_dataset``.
+        examples: the question set, from ``disambig.data.load_dataset`` (with ``proxy_passages`` when a shared
+            U_q was attached, ``disambig.evaluation.proxy``).
         metrics: metric callables by name (``metric(example, pred)``), including the inputs of corpus metrics
             (``disambig.metrics.with_inputs``). A metric that raises stops the scoring: it is a bug or a
             missing resource, never a property of one answer.
+        judged: scores the metrics it names (the judge metrics) through its log, reusing stored questions;
+            the other metrics are computed here every time.
+        on_row: called as ``on_row(done, total)`` after each row (progress).
     """
     if not rows:
         raise ValueError("no prediction rows to score; the file is empty")
     matched = match_rows(rows, examples)
+    names = list(dict.fromkeys([*metrics, *(judged.metrics if judged else ())]))
+    plain = {name: metric for name, metric in metrics.items() if judged is None or name not in judged.metrics}
     per_question = []
-    for row, example in zip(rows, matched, strict=True):
+    for done, (row, example) in enumerate(zip(rows, matched, strict=True), start=1):
         pred = to_prediction(row)
-        scores = {name: float(metric(example, pred)) for name, metric in metrics.items()}
-        per_question.append({"id": str(example.id), "question": example.question, "scores": scores})
-    means = metric_means([q["scores"] for q in per_question], list(metrics))
-    return ScoreResult(len(rows), means, per_question)
+        scores = {name: float(metric(example, pred)) for name, metric in plain.items()}
+        scores |= judged.scores(example, pred) if judged else {}
+        per_question.append({"id": str(example.id), "question": example.question,
+                             "scores": {name: scores[name] for name in names}})
+        if on_row is not None:
+            on_row(done, len(rows))
+    means = metric_means([q["scores"] for q in per_question], names)
+    return ScoreResult(len(rows), means, per_question, judged.summary() if judged else None)
 
 
 def mean_of(per_question: list[dict[str, Any]], name: str) -> float:

@@ -4,8 +4,9 @@ V(q, p) in {0, 1} is the judge's verdict (prompt I_V) that passage p supports in
 answer; an interpretation without an answer (a pseudo-interpretation) is judged with an empty answer, as
 VerDICt's code does. p^ is the passage(s) the interpretation cites; when it cites none, the proxy U_q is
 used and V = 1 if any proxy passage supports it. U_q is the example's ``proxy_passages`` when the caller
-supplies one shared list per question (VerDICt uses one top-20 list for every system), else the
-prediction's own ``passages`` (then programs are judged against different evidence; say so when comparing).
+supplies one shared list per question (VerDICt uses one top-20 list for every system; ``--proxy-top`` on
+``disambig score``/``eval`` attaches one, ``disambig.evaluation.proxy``), else the prediction's own
+``passages`` (then programs are judged against different evidence; say so when comparing).
 
     G-Precision = (1/|Q^|) sum_{q^ in Q^} V(q^, p^)                                   (Eq. 11 / 19)
     G-Recall (released code, the default). With M_R(q~) the judge's match (I_M, questions only) of a gold

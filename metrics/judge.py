@@ -19,7 +19,7 @@ class Judge:
     G-Recall and G-F1 metrics built on one ``Judge`` share its verdicts. A reply the adapter cannot parse is
     logged and counted in ``parse_failures``; ``verify`` and ``match`` then return ``None`` so the grounded
     metrics can skip the item (as VerDICt's code does), while ``similarity`` counts it as 0, ``covered`` and
-    ``count_unique`` as a negative.
+    ``count_unique`` as a negative. ``calls`` counts the questions actually put to the LM (memo hits excluded).
 
     Args:
         lm: the judge ``dspy.LM`` (or any ``dspy.BaseLM``, e.g. ``DummyLM`` in tests).
@@ -31,6 +31,7 @@ class Judge:
         self.lm = lm
         self._memo: dict[tuple[str, str], Any] = {}
         self.parse_failures = 0
+        self.calls = 0
 
     def verify(self, question: str, answer: str, passage: str) -> bool | None:
         """V(q, p): does ``passage`` support ``answer`` (may be empty) to ``question`` (VerDICt prompt I_V).
@@ -82,6 +83,7 @@ class Judge:
         from disambig.signatures import judge as signatures
 
         predictor = dspy.Predict(getattr(signatures, signature_name))
+        self.calls += 1
         with dspy.context(lm=self.lm, adapter=CompactJSONAdapter()):
             try:
                 return getattr(predictor(**inputs), output)

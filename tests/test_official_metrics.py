@@ -166,7 +166,7 @@ def test_score_matches_rows_by_id_then_question_and_names_unmatched_rows():
     with pytest.raises(ValueError, match=r"1 prediction row\(s\) match no question.*row 1 \('Who won\?'\)"):
         match_rows([{"question": "Who won?"}], [GREYS, AMBIG])
     result = score_predictions(rows[1:], [GREYS, AMBIG], {"adf-f1": get_metric("adf-f1")})
-    assert result.to_json() == {"questions": 1, "metrics": {"adf-f1": 1.0},
+    assert result.to_json() == {"questions": 1, "metrics": {"adf-f1": 1.0}, "judge": None,
                                 "per_question": [{"id": "a", "question": "Who sang it?", "scores": {"adf-f1": 1.0}}]}
 
 

@@ -29,6 +29,9 @@ def evaluate(
     verifier_lm: str | None = options.VERIFIER_LM,
     decoding: str | None = options.DECODING,
     judge_lm: str | None = typer.Option(None, "--judge-lm", help="LM for judge metrics (env DISAMBIG_JUDGE_LM)."),
+    proxy_top: int | None = options.PROXY_TOP,
+    proxy_retriever: str = options.PROXY_RETRIEVER,
+    proxy_corpus: str = typer.Option("wiki-slice", "--proxy-corpus", help="Corpus U_q is retrieved from."),
     threads: int | None = options.THREADS,
     out: Path | None = typer.Option(None, "--out", help="Run folder (default runs/PROGRAM-DATASET-SPLIT-N)."),
     track: bool = typer.Option(True, "--track/--no-track", help="Record the run in MLflow."),
@@ -52,24 +55,38 @@ def evaluate(
     settings = load_settings(lm=lm, judge_lm=judge_lm, threads=threads, lm_cache=cache)
     run = prepare_run(settings, program, dataset, split, limit, list(metric), retriever, corpus, artifact,
                       program_options)
+    examples, proxy = with_proxy(run.examples, run.judge_lm, proxy_top, proxy_retriever, proxy_corpus, settings)
     config = EvalConfig(program=program, dataset=dataset, split=split, limit=limit, lm=settings.lm,
                         judge_lm=run.judge_lm, retriever=run.retriever_name,
                         metrics=tuple(run.metrics), artifact=artifact,
                         cache=settings.lm_cache,  # the report says whether LM responses came from the cache
-                        options=run.options)
+                        options=run.options, proxy=proxy)
     out_dir = out or config.default_out()
     if engine != "local":
         run.program = _batch_answers(engine, artifact, program, run, out_dir, settings, master, partitions)
     console = wide_console()
     with _progress(console) as progress:
         task = progress.add_task(f"{program} on {dataset}/{split}", total=len(run.examples))
-        outcome = run_eval(config, run.program, run.examples, run.metrics, out_dir, threads=eval_workers(settings),
+        outcome = run_eval(config, run.program, examples, run.metrics, out_dir, threads=eval_workers(settings),
                            on_result=lambda _: progress.advance(task), track=track,
                            allow_mixed_code=allow_mixed_code)
     console.print(report_table([outcome.report]))
     console.print(f"results: {out_dir}/results.jsonl · report: {out_dir}/report.json · plot: {out_dir}/tradeoff.png")
     if outcome.mlflow_run_id:
         console.print(f"MLflow run {outcome.mlflow_run_id}")
+
+
+def with_proxy(examples: list, judge_lm: str, top: int | None, retriever: str, corpus: str,
+               settings: object) -> tuple[list, str]:
+    """The examples with their shared U_q attached and its label, when ``top`` is given (the retriever of U_q is
+    opened only then); else the examples as they are and ""."""
+    if top is None:
+        return examples, ""
+    options.check_proxy(top, bool(judge_lm))
+    from disambig.evaluation.proxy import ProxySource, open_proxy
+
+    proxy = open_proxy(ProxySource(top, retriever, corpus), settings)
+    return proxy.attach(examples), proxy.source.label
 
 
 def _batch_answers(engine: str, artifact: str, name: str, run: object, out_dir: Path, settings: object, master: str,

@@ -17,6 +17,11 @@ VERIFIER_LM = typer.Option(None, "--verifier-lm",
                                 "--lm). The paper uses GPT-4 there.")
 DECODING = typer.Option(None, "--decoding",
                         help="greedy (default) or paper: temperature 0.3, top-p 1, 300 tokens (env DISAMBIG_DECODING).")
+PROXY_TOP = typer.Option(None, "--proxy-top", min=1, metavar="N",
+                         help="Judge interpretations that cite no passage against U_q: the top N passages "
+                              "--proxy-retriever finds for the question, one list shared by every system "
+                              "(VerDICt: 20). Default: each answer's own passages.")
+PROXY_RETRIEVER = typer.Option("hybrid", "--proxy-retriever", help="bm25, dense or hybrid: the retriever of U_q.")
 PROGRAM_OPTION = typer.Option([], "--option", "--set", metavar="KEY=VALUE",
                               help="A constructor argument of the program (repeatable), e.g. style=asqa; VALUE is read "
                                    "as JSON when it parses (3, 0.5, true, null, [1, 2]), else as text.")
@@ -52,6 +57,13 @@ def parse_program_options(items: list[str], program: str, artifact: str = "") ->
                                  "rebuilt with the ones it was compiled with (its manifest's knobs)")
     check_options(program, parsed)
     return parsed
+
+
+def check_proxy(proxy_top: int | None, judged: bool) -> None:
+    """Refuse ``--proxy-top`` when no judge metric is asked for (U_q would be retrieved for nothing)."""
+    if proxy_top is not None and not judged:
+        raise ValueError(f"--proxy-top {proxy_top} sets the U_q of the judge metrics and none is asked for; add e.g. "
+                         "-m g-precision -m g-recall -m g-f1 (with --judge-lm), or drop --proxy-top")
 
 
 def export_lm_roles(verifier_lm: str | None, decoding: str | None) -> None:
