@@ -201,7 +201,8 @@ def test_eval_retrieval_reports_lm_calls_per_query_and_a_second_run_costs_none(c
     assert result.exit_code == 0, result.output
     assert "bm25" in result.output and "q2d-sparse" in result.output and "LM calls/q" in result.output
     bm25, q2d = json.loads(out.read_text())
-    assert "expansion" not in bm25
+    assert "expansion" not in bm25 and "lm" not in bm25 and q2d["lm"]
+    assert bm25["code"]["commit"] and bm25["split"] == "test"  # the code and data each row came from
     assert q2d["expansion"]["lm_calls"] == 1.0 and q2d["expansion"]["input_tokens"] > 0  # one call per query
     invoke("eval-retrieval", "--dataset", str(beir), "-r", "q2d-sparse", "--out", str(out))
     (again,) = json.loads(out.read_text())

@@ -75,7 +75,12 @@ def eval_retrieval(
     console.print(report_table(reports, f"Retrieval on {dataset}{over} ({split}, {reports[0].queries} queries)",
                                costs))
     if out:
-        rows = [r.to_dict() | ({"expansion": c} if c else {}) for r, c in zip(reports, costs, strict=True)]
+        from disambig.evaluation.code_version import code_stamp
+        from disambig.evaluation.session import lm_model
+
+        run = {"split": split, "corpus": corpus, "code": code_stamp()}  # which code and data made each row
+        rows = [r.to_dict() | run | ({"expansion": c, "lm": lm_model(settings.lm)} if c else {})
+                for r, c in zip(reports, costs, strict=True)]
         out.write_text(json.dumps(rows, indent=2), encoding="utf-8")
         console.print(f"scores: {out}")
 
