@@ -258,9 +258,12 @@ class ADF(dspy.Module):
 def interpretations(question: str, sub_questions: list[str], intents: list[Any], concise: str,
                     cited: dict[str, list[str]]) -> list[Interpretation]:
     """One per sub-question: the intent at the same position gives the answer (its key facts), else the
-    concise answer when there is a single reading. Without sub-questions: the question and the concise answer."""
+    concise answer when there is a single reading. Without sub-questions, or when no sub-question got an answer
+    (a reply that lists no intents for several readings), the question itself with the concise answer, so the
+    synthesis's short answer is never lost."""
+    whole = [Interpretation(question, concise)] if concise else []
     if not sub_questions:
-        return [Interpretation(question, concise)] if concise else []
+        return whole
     out = []
     for n, sub_question in enumerate(sub_questions):
         intent = intents[n] if n < len(intents) else None
@@ -269,7 +272,7 @@ def interpretations(question: str, sub_questions: list[str], intents: list[Any],
         if answer:
             score = min(max(float(intent.confidence), 0.0), 1.0) if intent is not None else None
             out.append(Interpretation(sub_question, answer, tuple(cited.get(sub_question, [])), score))
-    return out
+    return out or whole
 
 
 def profile_settings(profile: str, style: str) -> dict[str, Any]:

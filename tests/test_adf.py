@@ -234,3 +234,12 @@ def test_ask_shows_the_gate_the_sub_questions_with_their_hyde_passages_and_the_a
 def test_the_synthesis_keeps_the_lms_cap_unless_given():
     assert "max_tokens" not in ADF(None).synthesize.config  # the LM's own cap (256 on the embedded engine)
     assert ADF(None, synthesis_tokens=300).synthesize.config["max_tokens"] == 300
+
+
+def test_readings_without_intents_keep_the_concise_answer_for_the_question():
+    from disambig.programs.adf import interpretations
+
+    subs = ["Who scored most for men?", "Who scored most for women?"]
+    found = interpretations(QUESTION, subs, [], "Christine Sinclair", {})
+    assert [(i.question, i.answer) for i in found] == [(QUESTION, "Christine Sinclair")]
+    assert interpretations(QUESTION, subs, [], "", {}) == []  # nothing to keep
