@@ -25,7 +25,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rescore import answers_code, first_ids, markers, raw_rows, replace_section, run_label
+from rescore import answers_code, first_ids, markers, raw_rows, replace_section, row_costs, run_label
 
 METRICS = ["num-interpretations", "g-precision", "g-precision-micro", "g-recall", "g-f1", "u-precision", "u-recall",
            "sufficient@1", "sufficient@2", "sufficient@3"]
@@ -51,18 +51,17 @@ def grounded_row(run: Path, judge: Any, judge_lm: str, proxy: Any = None, first:
     """
     from disambig.cli.score_cmd import (
         build_metrics,
+        flatten_result,
         judged_scoring,
         judging_progress,
         load_questions,
-        read_predictions,
         shared_proxy_examples,
     )
-    from disambig.evaluation.report import efficiency
     from disambig.evaluation.scoring import score_predictions
 
     params = json.loads((run / "params.json").read_text(encoding="utf-8"))
-    keep = first_ids(params, first) if first else None
-    rows = [r for r in read_predictions(run / "results.jsonl") if keep is None or str(r.get("id")) in keep]
+    raw = raw_rows(run, first_ids(params, first) if first else None)
+    rows = [flatten_result(r) for r in raw]
     loaded = questions if questions is not None else {}
     if params["dataset"] not in loaded:
         loaded[params["dataset"]] = load_questions(params["dataset"])
@@ -74,9 +73,7 @@ def grounded_row(run: Path, judge: Any, judge_lm: str, proxy: Any = None, first:
     judged = judged_scoring(metrics, judge, judge_lm, evidence, run / LOG_FILE)
     with judging_progress(run_label(run)) as advance:
         result = score_predictions(rows, examples, metrics, judged, on_row=advance)
-    raw = raw_rows(run, keep)
-    cost = efficiency([r.get("trace") or {} for r in raw],
-                      failures_without_trace=sum(r.get("error") is not None and not r.get("trace") for r in raw))
+    cost = row_costs(raw)
     return {"program": run_label(run), "lm": params.get("lm_model") or params.get("lm", ""),
             "dataset": params["dataset"], "questions": result.questions,
             "failures": sum(r.get("error") is not None for r in raw), "metrics": result.metrics,

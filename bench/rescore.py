@@ -26,25 +26,22 @@ RETRIEVAL_EXTRA = {"asqa": ["ndcg@5", "recall@5", "adf-ndcg@5", "adf-recall@5"]}
 def rescore(run: Path, first: int | None = None) -> dict:
     """``{program, dataset, questions, failures, code, metrics, cost}`` for one run folder; with ``first``, only
     its answers to the first ``first`` questions of the run's split (to compare runs of different lengths)."""
-    from disambig.cli.score_cmd import build_metrics, load_questions, read_predictions
-    from disambig.evaluation.report import efficiency
+    from disambig.cli.score_cmd import build_metrics, flatten_result, load_questions
     from disambig.evaluation.scoring import score_predictions
 
     params = json.loads((run / "params.json").read_text(encoding="utf-8"))
-    keep = first_ids(params, first) if first else None
-    rows = [r for r in read_predictions(run / "results.jsonl") if keep is None or str(r.get("id")) in keep]
+    raw = raw_rows(run, first_ids(params, first) if first else None)
+    rows = [flatten_result(r) for r in raw]
     examples, kind = load_questions(params["dataset"])
     retrieved = any(r.get("passages") for r in rows)
     metrics = build_metrics([], kind, None, None)
     extra = EXTRA.get(kind, []) + (["mrecall@5", *RETRIEVAL_EXTRA.get(kind, [])] if retrieved else [])
     metrics |= build_metrics(extra, kind, None, None)
     result = score_predictions(rows, examples, metrics)
-    raw = raw_rows(run, keep)
     code = answers_code(params, raw)
     grades = [((r.get("trace") or {}).get("notes") or {}).get("grade") for r in raw]
     readings = [len((r.get("prediction") or {}).get("interpretations") or []) for r in raw]
-    cost = efficiency([r.get("trace") or {} for r in raw],  # from the rows, so a partial run has costs too
-                      failures_without_trace=sum(r.get("error") is not None and not r.get("trace") for r in raw))
+    cost = row_costs(raw)
     label = run_label(run)
     return {"program": label, "lm": params.get("lm_model") or params.get("lm", ""), "grades": grade_counts(grades),
             "readings_per_q": sum(readings) / len(readings) if readings else 0.0, "dataset": params["dataset"],
@@ -55,8 +52,17 @@ def rescore(run: Path, first: int | None = None) -> dict:
 def raw_rows(run: Path, keep: set[str] | None = None) -> list[dict]:
     """The rows of a run folder's ``results.jsonl`` as written (traces and code stamps included), those in
     ``keep`` only when given."""
-    rows = [json.loads(line) for line in (run / "results.jsonl").read_text(encoding="utf-8").splitlines() if line]
-    return [r for r in rows if keep is None or str(r.get("id")) in keep]
+    from disambig.data.jsonl import read_jsonl
+
+    return [row for _, row in read_jsonl(run / "results.jsonl") if keep is None or str(row.get("id")) in keep]
+
+
+def row_costs(raw: list[dict]) -> dict[str, float]:
+    """LM calls, tokens and latency per question from the rows' traces, so a partial run has costs too."""
+    from disambig.evaluation.report import efficiency
+
+    return efficiency([r.get("trace") or {} for r in raw],
+                      failures_without_trace=sum(r.get("error") is not None and not r.get("trace") for r in raw))
 
 
 def answers_code(params: dict, raw: list[dict]) -> str:
