@@ -23,12 +23,30 @@ def save_artifact(program: Any, path: Path, manifest: dict[str, Any]) -> Path:
         raise ValueError(f"artifact path {str(path)!r} must end with .json and not be {MANIFEST!r}")
     path.parent.mkdir(parents=True, exist_ok=True)
     program.save(str(path))
+    trim_demos(path, program)
     entry = {**manifest, "state_file": path.name, "fingerprint": fingerprint(program), "structure": structure(program)}
     manifest_path = path.parent / MANIFEST
     entries = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {}
     entries[path.stem] = entry
     manifest_path.write_text(json.dumps(entries, indent=2, default=str), encoding="utf-8")
     return path
+
+
+def trim_demos(path: Path, program: Any) -> None:
+    """Rewrite the saved state at ``path`` so each demo keeps only its predictor's signature fields (and DSPy's
+    ``augmented`` flag).
+
+    Labeled demos are whole training rows (annotator evidence, answer sets, ids); the adapter formats only the
+    signature's fields, so the rest would only swell the artifact with dataset rows. The program is not touched.
+    """
+    fields = {name: set(p.signature.fields) | {"augmented"} for name, p in program.named_predictors()}
+    state = json.loads(path.read_text(encoding="utf-8"))
+    for name, keep in fields.items():
+        entry = state.get(name)
+        if isinstance(entry, dict) and isinstance(entry.get("demos"), list):
+            entry["demos"] = [{k: v for k, v in d.items() if k in keep} if isinstance(d, dict) else d
+                              for d in entry["demos"]]
+    path.write_text(json.dumps(state, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def read_manifest(state_path: Path) -> dict[str, Any]:

@@ -56,6 +56,13 @@ def test_compile_scores_before_and_after_and_saves_json_state(compiled):
     assert manifest["lm"] == "local" and manifest["lm_model"].endswith(".gguf")
 
 
+def test_saved_demos_keep_only_their_signature_fields(compiled):
+    """The training rows carry an ``id`` the signature does not use; the saved state leaves it out."""
+    demos = json.loads(compiled.state_path.read_text())["answer"]["demos"]
+    assert [sorted(d) for d in demos] == [["long_answer", "question"]] * 2
+    assert {d["question"] for d in demos} <= {e.question for e in toy_examples(4)}
+
+
 def test_load_round_trip_gives_identical_predictions(compiled):
     loaded = load(compiled.state_path)
     assert [d.toDict() if hasattr(d, "toDict") else d for d in loaded.answer.demos] == \
