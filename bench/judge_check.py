@@ -42,19 +42,19 @@ SECTION = "judge-check"
 def gold_cases(examples: list[Any], first: int) -> list[dict[str, Any]]:
     """Per usable question: its question, one gold (question, answer, passage), its gold questions, and the next
     usable question's passage and gold questions as the negatives."""
-    from disambig.data.text import normalize
     from disambig.metrics.mrecall import passage_text
+    from disambig.optimizers.gold import cited_pairs
+    from disambig.retrieval.passage import Passage
 
     usable = []
     for ex in examples:
-        passages = [passage_text(e) for e in getattr(ex, "evidence", None) or []]
-        found = next(((i, p) for i in ex.interpretations for a in i.get("answers", [])
-                      for p in passages if normalize(a) and normalize(a) in normalize(p)), None)
-        if found:
-            interpretation, passage = found
-            answer = next(a for a in interpretation["answers"] if normalize(a) in normalize(passage))
-            usable.append({"id": str(ex.id), "question": str(ex.question), "sub_question": interpretation["question"],
-                           "answer": answer, "passage": passage,
+        evidence = getattr(ex, "evidence", None) or []
+        passages = [Passage(str(n), e.get("title", ""), e["text"]) for n, e in enumerate(evidence, 1)]
+        pairs = cited_pairs(ex.interpretations, passages)  # whole passages here, as the grounded metrics judge them
+        if pairs:
+            first_pair = pairs[0]
+            usable.append({"id": str(ex.id), "question": str(ex.question), "sub_question": first_pair.question,
+                           "answer": first_pair.answer, "passage": passage_text(evidence[first_pair.passage - 1]),
                            "gold_questions": [i["question"] for i in ex.interpretations]})
         if len(usable) > first:
             break
