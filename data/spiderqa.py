@@ -310,6 +310,7 @@ def build_spiderqa(
     rows_per_chunk: int = 1,
     ext: bool = False,
     max_rows_per_question: float | None = None,
+    max_chunks: int | None = None,
 ) -> BuildReport:
     """Build the benchmark folder ``out`` from a Spider question file and its database folder.
 
@@ -321,13 +322,18 @@ def build_spiderqa(
         rows_per_chunk: rows packed into one chunk (consecutive rows of one table).
         ext: also write the AGGBench-style extension (``questions-ext.jsonl``).
         max_rows_per_question: drop databases whose rows / kept questions exceed this (paper: "moderate cases").
+        max_chunks: drop databases rendered as more chunks than this (OURS: a cost cap; a question's scope is its
+            database, and a per-chunk reader pays one LM call per chunk).
     """
     if rows_per_chunk < 1:
         raise ValueError(f"rows_per_chunk={rows_per_chunk} must be at least 1")
+    if max_chunks is not None and max_chunks < 1:
+        raise ValueError(f"max_chunks={max_chunks} must be at least 1")
     source = read_questions(questions)
     report = BuildReport(out=str(out), source_questions=len(source),
                          options={"rows_per_chunk": rows_per_chunk, "ext": ext, "templates": "llm" if write_template
                                   else "deterministic", "max_rows_per_question": max_rows_per_question,
+                                  "max_chunks": max_chunks,
                                   "questions_file": str(questions), "databases": str(databases)})
     by_db: dict[str, list[tuple[int, dict]]] = {}
     for index, row in enumerate(source):
@@ -350,6 +356,13 @@ def build_spiderqa(
             for q in questions_here:
                 report.drop("database too large for its number of questions (max_rows_per_question)", q["question"])
             questions_here = []
+        if max_chunks and len(chunks) > max_chunks:
+            reason = f"database larger than {max_chunks} chunks (max_chunks)"
+            for q in questions_here:
+                report.drop(reason, q["question"])
+            for q in extension:
+                report.drop(reason, q["question"], ext=True)
+            questions_here, extension = [], []
         if questions_here or extension:
             corpus.extend(chunks)
             report.databases.append(db_id)

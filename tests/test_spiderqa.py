@@ -154,6 +154,19 @@ def test_rows_per_chunk_packs_rows_and_maps_evidence(spider, tmp_path: Path) -> 
     assert set(trip["gold_chunk_ids"]) <= corpus
 
 
+def test_max_chunks_drops_larger_databases_with_a_reason(spider, tmp_path: Path) -> None:
+    # air renders as 12 chunks (4 airports, 3 airlines, 5 flights): a cap of 12 keeps it, 11 drops it
+    kept = build_spiderqa(*spider, tmp_path / "kept", ext=True, max_chunks=12)
+    capped = build_spiderqa(*spider, tmp_path / "capped", ext=True, max_chunks=11)
+    assert kept.questions > 0 and kept.chunks == 12
+    assert capped.questions == 0 and capped.questions_ext == 0 and capped.chunks == 0
+    reason = "database larger than 11 chunks (max_chunks)"
+    assert capped.dropped[reason] == kept.questions and capped.dropped_ext[reason] == kept.questions_ext
+    assert json.loads((tmp_path / "capped" / "manifest.json").read_text())["options"]["max_chunks"] == 11
+    with pytest.raises(ValueError, match="max_chunks"):
+        build_spiderqa(*spider, tmp_path / "bad", max_chunks=0)
+
+
 def test_written_templates_are_validated_and_fall_back(spider, tmp_path: Path) -> None:
     con = open_trimmed(spider[1] / "air.sqlite")
     schemas = {s.name: s for s in table_schemas(con, "air")}

@@ -93,6 +93,9 @@ def spiderqa(
                                                   "into 'how many' questions (AGGBench style; report apart)."),
     max_rows_per_question: float | None = typer.Option(
         None, "--max-rows-per-question", help="Drop databases whose rows per kept question exceed this."),
+    max_chunks: int | None = typer.Option(
+        None, "--max-chunks", min=1, help="Drop databases rendered as more chunks than this (a cost cap: a "
+                                          "question's scope is its whole database)."),
 ) -> None:
     """Build SpiderQA: Spider databases rendered as text chunks, scalar COUNT questions with gold counts and gold
     evidence chunks; prints what was kept and what was dropped, and why (all of it also in manifest.json)."""
@@ -104,7 +107,8 @@ def spiderqa(
     writer = _template_writer(lm) if lm else None
     report = build_spiderqa((questions or spider / "dev.json").expanduser(),
                             (databases or spider / "database").expanduser(), target, write_template=writer,
-                            rows_per_chunk=rows_per_chunk, ext=ext, max_rows_per_question=max_rows_per_question)
+                            rows_per_chunk=rows_per_chunk, ext=ext, max_rows_per_question=max_rows_per_question,
+                            max_chunks=max_chunks)
     console = Console()
     console.print(f"SpiderQA in {target}: {report.questions} questions over {len(report.databases)} databases, "
                   f"{report.chunks:,} chunks (of {report.source_questions} questions read)"
