@@ -1,0 +1,81 @@
+"""``bench/spiderqa_table.py`` and ``bench/amd_table.py``: tables made from stored runs, without an LM."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def bench(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    return importlib.import_module
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+def spiderqa(folder: Path) -> Path:
+    folder.mkdir()
+    write_jsonl(folder / "corpus.jsonl", [{"id": f"c{i}", "title": "t", "text": f"row {i}", "db_id": "db"}
+                                          for i in range(4)])
+    write_jsonl(folder / "questions.jsonl", [
+        {"id": "q1", "question": "How many rows?", "gold_count": 4, "gold_chunk_ids": ["c0", "c1", "c2", "c3"],
+         "scope": "db", "corpus": "corpus.jsonl"},
+        {"id": "q2", "question": "How many even rows?", "gold_count": 2, "gold_chunk_ids": ["c0", "c2"],
+         "scope": "db", "corpus": "corpus.jsonl"}])
+    return folder
+
+
+def count_run(folder: Path, dataset: Path, rows: list[dict], commit: str = "abc123") -> Path:
+    folder.mkdir()
+    (folder / "params.json").write_text(json.dumps({"dataset": str(dataset), "split": "all", "lm_model": "m.gguf"}))
+    trace = {"lm_calls": 2, "input_tokens": 90, "output_tokens": 10, "seconds": 3.0, "retrieval_calls": 0}
+    write_jsonl(folder / "results.jsonl", [{"code": {"commit": commit, "dirty": False}, "trace": trace, **r}
+                                           for r in rows])
+    return folder
+
+
+def test_spiderqa_table_rescores_stored_counts_on_the_common_questions(tmp_path, bench):
+    table = bench("spiderqa_table")
+    dataset = spiderqa(tmp_path / "sq")
+    exact = count_run(tmp_path / "runs-a", dataset, [
+        {"id": "q1", "prediction": {"count": 4, "retained_chunk_ids": ["c0", "c1"]}, "error": None},
+        {"id": "q2", "prediction": {"count": 3, "retained_chunk_ids": ["c0", "c2"]}, "error": None}])
+    failed = count_run(tmp_path / "runs-b", dataset, [  # a failure counts 0 even if a count was stored
+        {"id": "q1", "prediction": {"count": 4, "retained_chunk_ids": ["c0"]}, "error": "timeout"}])
+    rows = {r["name"]: r for r in (table.summary(table.scored(run), ["q1"]) for run in (exact, failed))}
+    assert rows["runs-a"]["ace_mean"] == 0 and rows["runs-a"]["recall"] == 0.5 and rows["runs-a"]["exact"] == 1
+    assert rows["runs-b"]["ace_mean"] == 4 and rows["runs-b"]["recall"] == 0 and rows["runs-b"]["failures"] == 1
+    both = table.summary(table.scored(exact), ["q1", "q2"])
+    assert both["nace_median"] == pytest.approx(0.25) and both["ace_mean"] == 0.5 and both["lm_calls"] == 2
+    text = table.section("runs", [table.scored(exact), table.scored(failed)], "t")
+    assert "1 questions every run answered" in text and "| `runs-b` | 1 | 1 | 1.000 |" in text
+    assert "| DFA | 0.262 | 0.143 | 4.000 | 0.891 |" in text
+
+
+def test_amd_table_reads_gains_against_the_searching_retriever(tmp_path, bench):
+    table = bench("amd_table")
+    code = {"commit": "abc123", "dirty": False}
+    plain = [{"retriever": name, "dataset": "dbpedia-entity-5k", "queries": 40, "code": code,
+              "metrics": {"ndcg@10": value, "recall@100": 0.9, "mrr@10": 0.5}}
+             for name, value in (("bm25", 0.30), ("dense", 0.50))]
+    spent = {"made_lm_calls": 5.0, "made_input_tokens": 900.0, "made_output_tokens": 600.0, "made_seconds": 40.0,
+             "from_cache": 40}
+    expanded = [{"retriever": name, "dataset": "dbpedia-entity-5k", "queries": 40, "code": code, "lm": "m.gguf",
+                 "expansion": spent, "metrics": {"ndcg@10": value, "recall@100": 0.9, "mrr@10": 0.5}}
+                for name, value in (("amd-sparse", 0.35), ("amd-dense", 0.45))]
+    folder = tmp_path / "amd"
+    folder.mkdir()
+    (folder / "dbpedia-plain.json").write_text(json.dumps(plain))
+    (folder / "dbpedia-amd.json").write_text(json.dumps(expanded))
+    text = table.section(folder, table.load_rows(folder))
+    assert "| `amd-sparse` | 0.3500 | +0.0500 |" in text and "| `amd-dense` | 0.4500 | -0.0500 |" in text
+    assert "| 5.0 | 900 + 600 | 40 | 40/40 | `abc123` | 0.3352 |" in text
+    assert text.index("`bm25`") < text.index("`amd-sparse`") < text.index("`dense`") < text.index("`amd-dense`")
