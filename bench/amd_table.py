@@ -42,8 +42,19 @@ def load_rows(folder: Path) -> dict[str, dict[str, dict]]:
     for path in sorted(folder.glob("*.json")):
         for row in json.loads(path.read_text(encoding="utf-8")):
             dataset = Path(str(row["dataset"])).name
-            rows.setdefault(dataset, {})[row["retriever"]] = {**row, "file": path.name}
+            rows.setdefault(dataset, {})[row_name(row)] = {**row, "file": path.name}
     return rows
+
+
+def row_name(row: dict) -> str:
+    """The retriever, and the compiled expansion state it loaded (``amd-sparse [bootstrap.json]``) if any."""
+    state = row.get("expansion_state")
+    return f"{row['retriever']} [{Path(state).name}]" if state else row["retriever"]
+
+
+def variants(kind: str, rows: dict[str, dict]) -> list[str]:
+    """The rows of retriever ``kind``: the plain one first, then its compiled expansions by state name."""
+    return [kind] * (kind in rows) + sorted(name for name in rows if name.startswith(f"{kind} ["))
 
 
 def cost_cells(row: dict) -> list[str]:
@@ -60,11 +71,9 @@ def table(dataset: str, rows: dict[str, dict]) -> str:
             "expansion s/q", "from cache", "code"] + (["poster nDCG@10"] if poster else [])
     aligns = ["---"] + ["---:"] * 8 + ["---"] + (["---:"] if poster else [])
     lines = ["| " + " | ".join(head) + " |", "| " + " | ".join(aligns) + " |"]
-    for base, names in FAMILIES:
-        for name in names:
-            row = rows.get(name)
-            if row is None:
-                continue
+    for base, kinds in FAMILIES:
+        for name in [n for kind in kinds for n in variants(kind, rows)]:
+            row = rows[name]
             metrics = row["metrics"]
             gain = "" if name == base or base not in rows else \
                 f"{metrics['ndcg@10'] - rows[base]['metrics']['ndcg@10']:+.4f}"

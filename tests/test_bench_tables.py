@@ -95,3 +95,17 @@ def test_dfa_aggregation_table_compares_modes_on_questions_judged_in_both(bench)
     assert "1 questions, each judged in both modes" in text  # q2 has no per-cluster row yet
     assert "| greedy | 10.0 | 1.00 | 1.00 | 0.00 | 0.0 | 100 | 0.000 | 0.000 | 0.000 | 1 | 5 / 41 |" in text
     assert "| per-cluster | 10.0 | 3.00 | 3.00 | 0.00 | 6.0 | 100 | 0.250 | 0.250 | 1.000 | 0 | 51 / 247 |" in text
+
+
+def test_amd_table_names_a_compiled_expansion_after_its_retriever(tmp_path, bench):
+    table = bench("amd_table")
+    code = {"commit": "abc123", "dirty": False}
+    spent = {"made_lm_calls": 5.0, "made_input_tokens": 900.0, "made_output_tokens": 600.0, "made_seconds": 40.0,
+             "from_cache": 0}
+    rows = [{"retriever": "amd-sparse", "dataset": "runs/asqa-retrieval", "queries": 50, "code": code, "lm": "m",
+             "expansion": spent, "expansion_state": state, "metrics": {"ndcg@10": value, "recall@100": 1, "mrr@10": 1}}
+            for state, value in (("artifacts/amd/bootstrap.json", 0.6), (None, 0.7))]
+    (tmp_path / "asqa.json").write_text(json.dumps(rows))
+    text = table.section(tmp_path, table.load_rows(tmp_path))
+    assert text.index("| `amd-sparse` | 0.7000 |") < text.index("| `amd-sparse [bootstrap.json]` | 0.6000 |")
+    assert "ASQA retrieval set" in text and "poster" not in text.split("####")[1]

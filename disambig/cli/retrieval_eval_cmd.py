@@ -79,7 +79,8 @@ def eval_retrieval(
         from disambig.evaluation.session import lm_model
 
         run = {"split": split, "corpus": corpus, "code": code_stamp()}  # which code and data made each row
-        rows = [r.to_dict() | run | ({"expansion": c, "lm": lm_model(settings.lm)} if c else {})
+        expanded = {"lm": lm_model(settings.lm), "temperature": temperature, "expansion_state": expansion_state}
+        rows = [r.to_dict() | run | ({"expansion": c, **expanded} if c else {})
                 for r, c in zip(reports, costs, strict=True)]
         out.write_text(json.dumps(rows, indent=2), encoding="utf-8")
         console.print(f"scores: {out}")
