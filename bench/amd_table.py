@@ -47,9 +47,10 @@ def load_rows(folder: Path) -> dict[str, dict[str, dict]]:
 
 
 def row_name(row: dict) -> str:
-    """The retriever, and the compiled expansion state it loaded (``amd-sparse [bootstrap.json]``) if any."""
-    state = row.get("expansion_state")
-    return f"{row['retriever']} [{Path(state).name}]" if state else row["retriever"]
+    """The retriever, with the compiled expansion state it loaded (``amd-sparse [bootstrap.json]``) or the variant
+    a bench script searched with (``amd-sparse [answers unreflected]``) if any."""
+    label = Path(row["expansion_state"]).name if row.get("expansion_state") else row.get("variant")
+    return f"{row['retriever']} [{label}]" if label else row["retriever"]
 
 
 def variants(kind: str, rows: dict[str, dict]) -> list[str]:

@@ -109,3 +109,18 @@ def test_amd_table_names_a_compiled_expansion_after_its_retriever(tmp_path, benc
     text = table.section(tmp_path, table.load_rows(tmp_path))
     assert text.index("| `amd-sparse` | 0.7000 |") < text.index("| `amd-sparse [bootstrap.json]` | 0.6000 |")
     assert "ASQA retrieval set" in text and "poster" not in text.split("####")[1]
+
+
+def test_amd_reflection_keeps_every_raw_answer_of_a_cached_expansion(bench):
+    from disambig.programs.expanded_retrieval import Expansion
+
+    reflection = bench("amd_reflection")
+    made = Expansion("zebra", ("Which zebra?", "Why stripes?"), ("Plains zebra.",), ("zebra Which zebra? Plains zebra.",
+                     "zebra Why stripes?"), {"answers": ["Plains zebra is common.", "Stripes confuse flies."],
+                                             "kept": [True, False]})
+    open_ = reflection.unreflected(made)
+    assert open_.texts == ("Plains zebra is common.", "Stripes confuse flies.")
+    assert open_.fusion_queries == ("zebra Which zebra? Plains zebra is common.",
+                                    "zebra Why stripes? Stripes confuse flies.")
+    failed = Expansion("zebra", (), (), (), {"answers": [], "failures": ["socratic"]})
+    assert reflection.unreflected(failed) == failed

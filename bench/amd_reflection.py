@@ -1,0 +1,92 @@
+"""AMD without its reflective feedback, from the expansions already made (no LM call).
+
+    python bench/amd_reflection.py --dataset dbpedia-entity-5k --out bench/results/amd/dbpedia-amd-unreflected.json
+    python bench/amd_reflection.py --dataset runs/asqa-retrieval --split dev \
+        --out bench/results/amd/asqa-amd-unreflected.json
+
+Every AMD expansion in the on-disk cache keeps the dialogic agent's raw answers beside the refined ones that
+survived reflection (``notes.answers``). This searches each judged query with the same sub-questions and every
+non-empty raw answer kept as written — what ``reflect=false`` would search with, given the same sampled answers
+(a fresh ``reflect=false`` run would sample new ones) — through the same three compositions (``amd-sparse``,
+``amd-dense``, ``amd-rrf``), and writes rows in `disambig eval-retrieval --out`'s format with ``variant`` set, so
+``bench/amd_table.py`` lists them beside the reflected rows. A query whose expansion is not cached is an error: run
+`disambig eval-retrieval -r amd-sparse` on the same dataset and LM first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+KINDS = ("amd-sparse", "amd-dense", "amd-rrf")
+VARIANT = "answers unreflected"
+
+
+def unreflected(expansion: Any) -> Any:
+    """The expansion with every non-empty raw answer kept (texts and per-sub-question fusion queries)."""
+    from dataclasses import replace
+
+    from disambig.programs.expansion import joined
+
+    answers = [str(a or "").strip() for a in expansion.notes.get("answers") or []]
+    if len(answers) != len(expansion.sub_questions):
+        return expansion  # a failed questioning step: no sub-questions, nothing was discarded
+    return replace(expansion, texts=tuple(a for a in answers if a),
+                   fusion_queries=tuple(joined(expansion.query, q, a)
+                                        for q, a in zip(expansion.sub_questions, answers, strict=True)))
+
+
+class CachedOnly:
+    """A retriever searching with the cached expansions of ``inner``, changed by ``change``; never calls the LM."""
+
+    def __init__(self, inner: Any, change: Any) -> None:
+        self.inner, self.change = inner, change
+        self.name, self.size = inner.name, inner.size
+
+    def batch_search(self, queries: list[str], k: int) -> list[list[Any]]:
+        from disambig.programs.expanded_retrieval import expansion_key, lm_identity, program_identity
+
+        expansions = []
+        for query in queries:
+            key = expansion_key(lm_identity(self.inner._current_lm()), program_identity(self.inner.expander), query)
+            if self.inner.cache is None or self.inner.cache.get(key) is None:
+                raise SystemExit(f"no cached AMD expansion of {query!r} for this LM; run `disambig eval-retrieval "
+                                 f"-r amd-sparse` on this dataset first")
+            expansions.append(self.change(self.inner.expand(query)))
+        return self.inner.search_expanded(expansions, k)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dataset", default="dbpedia-entity-5k")
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+
+    from disambig.data.loaders import default_corpus
+    from disambig.evaluation.code_version import code_stamp
+    from disambig.evaluation.retrieval import evaluate_retriever
+    from disambig.evaluation.session import lm_model
+    from disambig.retrieval import build_retriever
+    from disambig.retrieval.embedder import Embedder
+    from disambig.settings import load_settings
+
+    settings = load_settings()
+    corpus = default_corpus(args.dataset)
+    embedder = Embedder()
+    rows = []
+    for kind in KINDS:
+        inner = build_retriever(kind, corpus=corpus, settings=settings, embedder=embedder, auto_build=False)
+        report = evaluate_retriever(CachedOnly(inner, unreflected), args.dataset, args.split)
+        cost = {**inner.usage.per_query(report.queries), "from_cache": min(inner.usage.cached, report.queries)}
+        rows.append(report.to_dict() | {"split": args.split, "corpus": corpus, "code": code_stamp(),
+                                        "expansion": cost, "lm": lm_model(settings.lm), "variant": VARIANT})
+        print(f"{kind} ({VARIANT}): {report.metrics}", flush=True)
+    args.out.write_text(json.dumps(rows, indent=2), encoding="utf-8")
+    print(f"scores: {args.out}")
+
+
+if __name__ == "__main__":
+    main()
