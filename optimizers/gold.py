@@ -15,7 +15,9 @@ Added fields (each only when the row has the material):
                         the first such passage alone, with its gold question and answer (ExecutionFeedback);
     ``intents``, ``concise_answer``
                         one intent per gold interpretation (its question as the label, its answers as key facts,
-                        confidence 1) and the first interpretation's first answer (ADF's MultiIntentSynthesis).
+                        confidence 1) and the first interpretation's first answer (ADF's MultiIntentSynthesis);
+    ``chunks``, ``entities``
+                        for a count question: a judging demo from its annotated items (``gold_count``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from disambig.data.text import normalize
+from disambig.optimizers.gold_count import count_fields
 from disambig.programs.context import format_passages
 from disambig.retrieval.passage import Passage
 from disambig.signatures import Disambiguation, Intent
@@ -48,6 +51,7 @@ def with_gold_fields(example: Any) -> Any:
         fields["disambiguations"] = pairs
     fields.update(feedback_fields(pairs, passages))
     fields.update(synthesis_fields(interpretations))
+    fields.update(count_fields(example))
     fields = {k: v for k, v in fields.items() if k not in example}
     return example.copy(**fields).with_inputs(*example.inputs().keys()) if fields else example
 

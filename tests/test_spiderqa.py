@@ -230,6 +230,24 @@ def test_the_folder_loads_as_an_aggregation_dataset(built) -> None:
     assert ext[0].gold_count == 3 and Path(ext[0].corpus) == out / "corpus.jsonl"
 
 
+def test_gold_judging_demo_points_at_each_counted_items_evidence(built) -> None:
+    from disambig.data import load_dataset
+    from disambig.optimizers.gold import with_gold_fields
+
+    _, out = built
+    trip = with_gold_fields(load_dataset(str(out))[0])  # flights 10 and 11 from Aberdeen to Ashley
+    lines = trip.chunks.splitlines()
+    shown = {int(line[1:line.index("]")]): line for line in lines}
+    assert [e.name for e in trip.entities] == ["flights 1", "flights 2"]
+    for entity, item in zip(trip.entities, trip.gold_items, strict=True):
+        assert len(entity.chunks) == len(item) and all(n in shown for n in entity.chunks)
+    cited = {n for e in trip.entities for n in e.chunks}
+    assert len(lines) == len(cited) + 2  # the evidence chunks, interleaved with two that evidence nothing
+    assert "no is 10" in shown[trip.entities[0].chunks[0]] and "no is 11" in shown[trip.entities[1].chunks[0]]
+    assert "city is Ashley" in shown[5] and trip.entities[0].chunks == [1, 3, 5]
+    assert set(trip.inputs().keys()) == {"question", "scope", "corpus"}
+
+
 def test_count_metrics_read_the_prediction(built) -> None:
     import dspy
 
