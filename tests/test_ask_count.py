@@ -79,3 +79,22 @@ def test_ask_refuses_a_missing_or_wrong_scope_before_any_lm_call(aggregation, as
     result = runner.invoke(app, ["ask", QUESTION, *args])
     assert result.exit_code == 2 and match in " ".join(result.output.split()), result.output
     assert scripted.calls == []
+
+
+def test_ask_interactive_puts_the_clarification_to_the_user_and_rewrites_with_the_reply(aggregation, scripted):
+    scripted.rules["Write one short question to the user"] = lambda user: {
+        "clarification_question": "Does 'to Ashley' mean arriving there or passing through?",
+        "options": ["arrives in Ashley", "passes through Ashley"]}
+    result = runner.invoke(app, ["ask", QUESTION, "--program", "dfa", "--dataset", aggregation, "--scope", "flights",
+                                 "--option", "features=tfidf", "--interactive"], input="2\n")
+    assert result.exit_code == 0, result.output
+    assert "Does 'to Ashley' mean arriving there" in result.output and "2. passes through Ashley" in result.output
+    rewrite = [user for phrase, user in scripted.calls if phrase == "that follows the clarifications"]
+    assert "A: passes through Ashley" in rewrite[0]
+    assert "Counted as: How many flights arrive in Ashley?" in result.output
+
+
+def test_ask_interactive_is_refused_for_a_program_that_asks_nothing(aggregation, scripted):
+    result = runner.invoke(app, ["ask", QUESTION, "--program", "map-count", "--dataset", aggregation, "--scope",
+                                 "flights", "--interactive"])
+    assert result.exit_code == 2 and "asks no clarification questions" in result.output

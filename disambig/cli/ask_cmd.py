@@ -23,6 +23,9 @@ def ask(
                                             "dataset whose chunk corpus they count over (a `disambig data spiderqa` "
                                             "folder)."),
     scope: str | None = typer.Option(None, "--scope", help="Count programs: the scope (database id) counted over."),
+    interactive: bool = typer.Option(False, "--interactive", help="Programs that clarify ambiguity (dfa): ask "
+                                                                  "each clarification here and use the reply; "
+                                                                  "without it the most literal reading is taken."),
     lm: str | None = options.LM,
     verifier_lm: str | None = options.VERIFIER_LM,
     decoding: str | None = options.DECODING,
@@ -40,9 +43,11 @@ def ask(
     settings = load_settings(lm=lm, threads=threads, lm_cache=cache)
     module = _program(settings, program, retriever, corpus, artifact, program_options)
     inputs = _scope_inputs(module, program, dataset, scope)
+    console = Console()
+    if interactive:
+        _ask_the_user(module, program, console)
     configure_dspy(build_lm(settings))
     prediction = module(question=question, **inputs)
-    console = Console()
     _show(console, question, prediction)
     if settings.lm_cache:
         console.print(f"LM response cache {options.cache_note(settings)}; calls answered from it are not counted")
@@ -91,6 +96,26 @@ def _scope_inputs(module: object, name: str, dataset: str | None, scope: str | N
     return {"corpus": corpus, "scope": scope}
 
 
+def _ask_the_user(module: object, name: str, console: Console) -> None:
+    """Let ``module`` put its clarification questions to the user on the terminal (a numbered option or free text)."""
+    from disambig.errors import ConfigurationError
+
+    if not hasattr(module, "ask_user"):
+        raise ConfigurationError(f"program {name!r} asks no clarification questions; --interactive is for the "
+                                 "programs that do (dfa)")
+
+    def ask_user(text: str, choices: list[str]) -> str:
+        console.print(f"[bold]Clarification:[/bold] {text}")
+        for number, choice in enumerate(choices, 1):
+            console.print(f"  {number}. {choice}")
+        reply = typer.prompt("Your answer (a number above, or your own words)").strip()
+        if reply.isdigit() and 1 <= int(reply) <= len(choices):
+            return choices[int(reply) - 1]
+        return reply
+
+    module.ask_user = ask_user
+
+
 def _show(console: Console, question: str, prediction: object) -> None:
     titles = {p["id"]: p["title"] or p["id"] for p in getattr(prediction, "passages", []) or []}
     interpretations = getattr(prediction, "interpretations", [])
@@ -111,6 +136,9 @@ def _show(console: Console, question: str, prediction: object) -> None:
                       f"P(Yes) {notes.get('yes_probabilities')} from {notes.get('probability_source')})")
     if "statistics" in notes and "state" in notes:
         _show_adf(console, notes, titles)
+    if "rewritten_question" in notes:
+        console.print(f"[bold]Counted as:[/bold] {notes['rewritten_question']}"
+                      + "".join(f"\n  assumption: {a}" for a in notes.get("assumptions") or []))
     console.print(f"[bold]Q:[/bold] {question}")
     console.print(f"[bold]A:[/bold] {prediction.long_answer}")
     console.print(
