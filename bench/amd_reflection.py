@@ -30,9 +30,13 @@ def unreflected(expansion: Any) -> Any:
 
     from disambig.programs.expansion import joined
 
-    answers = [str(a or "").strip() for a in expansion.notes.get("answers") or []]
+    if "answers" not in expansion.notes:
+        raise SystemExit(f"the cached expansion of {expansion.query!r} records no raw answers (made by older code); "
+                         "expand the queries again with `disambig eval-retrieval -r amd-sparse`")
+    answers = [str(a or "").strip() for a in expansion.notes["answers"]]
     if len(answers) != len(expansion.sub_questions):
-        return expansion  # a failed questioning step: no sub-questions, nothing was discarded
+        raise SystemExit(f"the cached expansion of {expansion.query!r} has {len(answers)} answers for "
+                         f"{len(expansion.sub_questions)} sub-questions")
     return replace(expansion, texts=tuple(a for a in answers if a),
                    fusion_queries=tuple(joined(expansion.query, q, a)
                                         for q, a in zip(expansion.sub_questions, answers, strict=True)))
@@ -47,10 +51,12 @@ class CachedOnly:
 
     def batch_search(self, queries: list[str], k: int) -> list[list[Any]]:
         from disambig.programs.expanded_retrieval import expansion_key, lm_identity, program_identity
+        from disambig.retrieval.base import check_query
 
         expansions = []
         for query in queries:
-            key = expansion_key(lm_identity(self.inner._current_lm()), program_identity(self.inner.expander), query)
+            key = expansion_key(lm_identity(self.inner._current_lm()), program_identity(self.inner.expander),
+                                check_query(query))
             if self.inner.cache is None or self.inner.cache.get(key) is None:
                 raise SystemExit(f"no cached AMD expansion of {query!r} for this LM; run `disambig eval-retrieval "
                                  f"-r amd-sparse` on this dataset first")

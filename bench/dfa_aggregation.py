@@ -7,9 +7,10 @@ The DFA paper's aggregation ablation (its Table 9) runs the aggregation module o
 and without greedy batching and reports the LM calls (LC) and the cross-batch candidate pairs (CP). Here the
 candidates of each question are the final snapshot a stored `dfa` run kept (``retained_chunk_ids``), read with the
 question's rewritten form from the run's trace (entity type, conditions, connective; the de-duplication rule is
-not in the trace, so the same-entity judge gets none). Each mode judges them with the configured LM (``--lm``, the
-project default otherwise); every (question, mode) row is appended to ``--out`` as it finishes, so a stopped run
-resumes, and the row records the code that made it. Without ``--lm`` calls the table is made from ``--out`` alone
+not in the trace, so the same-entity judge gets none), and the program built with the run's own options. Each mode
+judges them with the configured LM (``--lm``, the project default otherwise; one LM per ``--out`` file); every
+(question, mode) row is appended to ``--out`` as it finishes, so a stopped run resumes, and the row records the
+code that made it. Without ``--lm`` calls the table is made from ``--out`` alone
 (``--table-only``).
 """
 
@@ -33,7 +34,7 @@ def candidates(run: Path) -> list[dict[str, Any]]:
     """Per answered question of a stored dfa run: id, gold, scope, corpus, the rewritten form and its kept chunks."""
     from disambig.data import load_dataset
 
-    params = json.loads((run / "params.json").read_text(encoding="utf-8"))
+    params = run_params(run)
     gold = {str(ex.id): ex for ex in load_dataset(params["dataset"], split="all")}
     out = []
     for row in raw_rows(run):
@@ -50,13 +51,24 @@ def candidates(run: Path) -> list[dict[str, Any]]:
     return out
 
 
-def aggregate(case: dict[str, Any], mode: str, embedder: Any) -> dict[str, Any]:
-    """One question's aggregation under ``mode``: LC by stage, CP, batches, count, errors against gold."""
+def run_params(run: Path) -> dict[str, Any]:
+    """The stored run's parameters; a run of another program, or of a compiled artifact, is refused."""
+    params = json.loads((run / "params.json").read_text(encoding="utf-8"))
+    if params.get("program") != "dfa":
+        raise SystemExit(f"{run} is a run of {params.get('program')!r}; the aggregation ablation reads a dfa run")
+    if params.get("artifact"):
+        raise SystemExit(f"{run} ran the compiled artifact {params['artifact']}; pass a run of the uncompiled dfa")
+    return params
+
+
+def aggregate(case: dict[str, Any], mode: str, embedder: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """One question's aggregation under ``mode`` with the run's own program options: LC by stage, CP, batches,
+    count, errors against gold."""
     from disambig.lm.usage import measured
     from disambig.metrics.aggregation import ace, nace
     from disambig.programs.dfa import DFA, Costs, QueryForm, scope_chunks
 
-    program = DFA(embedder=embedder, **MODES[mode])
+    program = DFA(embedder=embedder, **{**options, **MODES[mode]})
     chunks = {c["id"]: c for c in scope_chunks(case["corpus"], case["scope"])}
     kept = [chunks[i] for i in case["retained"] if i in chunks]
     form = QueryForm(case["question"], case["entity_type"], tuple(case["conditions"]), case["connective"])
@@ -77,17 +89,23 @@ def run(run_dir: Path, out: Path, lm_spec: str | None, limit: int | None) -> Non
     from disambig.retrieval.embedder import Embedder
     from disambig.settings import load_settings
 
-    done = {(r["id"], r["mode"]) for r in read_rows(out)}
+    settings = load_settings()
+    spec = lm_spec or settings.lm
+    stored = read_rows(out)
+    other = sorted({str(r.get("lm")) for r in stored} - {spec})
+    if other:
+        raise SystemExit(f"{out} holds rows judged by {', '.join(other)}; use another --out for LM {spec!r}")
+    done = {(r["id"], r["mode"]) for r in stored}
     cases = candidates(run_dir)[:limit]
     todo = [(c, m) for c in cases for m in MODES if (c["id"], m) not in done]
     if not todo:
         return
-    settings = load_settings()
+    options = run_params(run_dir).get("options") or {}
     configure_dspy(build_lm(settings, lm_spec))
     embedder, code = Embedder(), code_stamp()
     out.parent.mkdir(parents=True, exist_ok=True)
     for n, (case, mode) in enumerate(todo, 1):
-        row = {**aggregate(case, mode, embedder), "lm": lm_spec or settings.lm, "code": code}
+        row = {**aggregate(case, mode, embedder, options), "lm": spec, "code": code}
         with out.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(row) + "\n")
         print(f"{n}/{len(todo)} {case['id']} {mode}: {row['batches']} batches, LC {row['lc_judge']}"
@@ -104,8 +122,10 @@ def section(rows: list[dict[str, Any]], command: str) -> str:
     ids = sorted(set.intersection(*({r["id"] for r in rows if r["mode"] == m} for m in MODES)))
     begin, end = markers("dfa-aggregation", "bench/dfa_aggregation.py")
     codes = sorted({str(r["code"]["commit"]) + (" (dirty)" if r["code"].get("dirty") else "") for r in rows})
+    lms = sorted({str(r.get("lm")) for r in rows})
     lines = [begin, f"Generated by `python bench/dfa_aggregation.py {command}` from the stored rows: {len(ids)} "
-             f"questions, each judged in both modes on the same candidates; code {', '.join(codes)}.", "",
+             f"questions, each judged in both modes on the same candidates by LM {', '.join(lms)}; code "
+             f"{', '.join(codes)}.", "",
              "| batching | candidates/q | batches/q | LC judge/q | LC dedup/q | CP/q | tokens/q | NACE mean | "
              "NACE median | ACE mean | exact | paper LC / CP (AGG-Core) | paper LC / CP (MusiQue) |",
              "| --- |" + " ---: |" * 10 + " --- | --- |"]

@@ -7,7 +7,8 @@ Every run folder under ``--runs`` holds a ``results.jsonl`` that `disambig eval`
 SpiderQA folder (``disambig data spiderqa``). Its stored predictions are scored again with today's metrics
 (``disambig.metrics.count``: a failed question counts 0 and keeps no chunk) against the question file its
 ``params.json`` names: NACE mean and median, ACE mean and chunk recall (macro), then the cost per question (LM calls,
-tokens, p50 seconds) and, for DFA, its LM calls by stage and the cross-batch candidate pairs (CP). Runs are compared
+tokens, p50 seconds) and, for DFA, its LM calls by stage, judge batches and the cross-batch candidate pairs (CP),
+averaged over its answered questions. Runs are compared
 only on the questions they all answered (the table says how many).
 """
 
@@ -49,7 +50,7 @@ def scored(run: Path) -> dict:
         per_question[str(row["id"])] = {
             "ace": ace(count, example.gold_count), "nace": nace(count, example.gold_count),
             "recall": chunk_recall_metric(example, pred), "failed": row.get("error") is not None,
-            "stages": {s: notes.get(f"lc_{s}", 0) for s in STAGES} if "lc_filter_plan" in notes else None,
+            "stages": {s: notes.get(f"lc_{s}", 0) for s in STAGES} if "final_snapshot" in notes else None,
             "cp": notes.get("cp"), "batches": len(notes.get("batches") or []) if "batches" in notes else None,
             "row": row}
     return {"name": run.name, "params": params, "questions": per_question, "code": answers_code(params, raw)}
@@ -74,11 +75,11 @@ def summary(run: dict, ids: list[str]) -> dict:
            "ace_mean": statistics.fmean(r["ace"] for r in rows), "recall": statistics.fmean(r["recall"] for r in rows),
            "exact": sum(r["ace"] == 0 for r in rows), "lm_calls": cost["lm_calls_per_q"],
            "tokens": cost["tokens_per_q"], "p50": cost["latency_p50_s"], "code": run["code"]}
-    staged = [r["stages"] for r in rows if r["stages"] is not None]
+    staged = [r for r in rows if r["stages"] is not None]  # DFA's answered questions (a failure has no stages)
     if staged:
-        out["stages"] = {s: statistics.fmean(x[s] for x in staged) for s in STAGES}
-        out["cp"] = statistics.fmean(r["cp"] or 0 for r in rows)
-        out["batches"] = statistics.fmean(r["batches"] or 0 for r in rows)
+        out["stages"] = {s: statistics.fmean(r["stages"][s] for r in staged) for s in STAGES}
+        out["cp"] = statistics.fmean(r["cp"] or 0 for r in staged)
+        out["batches"] = statistics.fmean(r["batches"] or 0 for r in staged)
     return out
 
 
@@ -114,6 +115,8 @@ def paper_table() -> str:
 
 def section(label: str, runs: list[dict], name: str) -> str:
     common = sorted(set.intersection(*(set(r["questions"]) for r in runs)))
+    if not common:
+        raise SystemExit(f"the runs {', '.join(r['name'] for r in runs)} share no answered question")
     rows = [summary(r, common) for r in runs]
     begin, end = markers(name, "bench/spiderqa_table.py")
     datasets = sorted({r["params"]["dataset"] for r in runs})

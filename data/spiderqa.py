@@ -211,6 +211,11 @@ def render_database(
     return chunks, where
 
 
+def chunk_count(con: sqlite3.Connection, schemas: list[TableSchema], rows_per_chunk: int = 1) -> int:
+    """How many chunks ``render_database`` makes of these tables, from their row counts alone."""
+    return sum(-(-con.execute(f'SELECT count(*) FROM "{s.name}"').fetchone()[0] // rows_per_chunk) for s in schemas)
+
+
 def count_gold(
     con: sqlite3.Connection, raw: sqlite3.Connection, db_id: str, sql: str, where: dict[tuple[str, int], str]
 ) -> dict[str, Any]:
@@ -347,7 +352,8 @@ def build_spiderqa(
             continue
         con, raw = open_trimmed(path), sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         schemas = table_schemas(con, db_id)
-        templates = choose_templates(schemas, write_template, report)
+        capped = max_chunks is not None and chunk_count(con, schemas, rows_per_chunk) > max_chunks
+        templates = choose_templates(schemas, None if capped else write_template, report)  # no LM call on a drop
         chunks, where = render_database(con, schemas, templates, rows_per_chunk)
         questions_here = _select(db_id, by_db[db_id], con, raw, where, report)
         extension = _select_ext(db_id, by_db[db_id], con, where, report) if ext else []
@@ -356,7 +362,7 @@ def build_spiderqa(
             for q in questions_here:
                 report.drop("database too large for its number of questions (max_rows_per_question)", q["question"])
             questions_here = []
-        if max_chunks and len(chunks) > max_chunks:
+        if capped:
             reason = f"database larger than {max_chunks} chunks (max_chunks)"
             for q in questions_here:
                 report.drop(reason, q["question"])

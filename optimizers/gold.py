@@ -17,7 +17,8 @@ Added fields (each only when the row has the material):
                         one intent per gold interpretation (its question as the label, its answers as key facts,
                         confidence 1) and the first interpretation's first answer (ADF's MultiIntentSynthesis);
     ``chunks``, ``entities``
-                        for a count question: a judging demo from its annotated items (``gold_count``).
+                        for a count question: a judging demo from its annotated items (``gold_count``), for the
+                        programs that judge batches of chunks only.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from disambig.data.text import normalize
-from disambig.optimizers.gold_count import count_fields
+from disambig.optimizers.gold_count import JUDGING_PROGRAMS, count_fields
 from disambig.programs.context import format_passages
 from disambig.retrieval.passage import Passage
 from disambig.signatures import Disambiguation, Intent
@@ -35,8 +36,9 @@ MAX_CHARS = 600
 """Demo passages are cut short: every demo token is paid again in every prompt of that step."""
 
 
-def with_gold_fields(example: Any) -> Any:
-    """``example`` plus the gold demo fields its annotations support; inputs unchanged."""
+def with_gold_fields(example: Any, program: str | None = None) -> Any:
+    """``example`` plus the gold demo fields its annotations support for ``program`` (any program when None);
+    inputs unchanged."""
     fields: dict[str, Any] = {}
     long_answers = getattr(example, "long_answers", None) or []
     if long_answers:
@@ -51,7 +53,8 @@ def with_gold_fields(example: Any) -> Any:
         fields["disambiguations"] = pairs
     fields.update(feedback_fields(pairs, passages))
     fields.update(synthesis_fields(interpretations))
-    fields.update(count_fields(example))
+    if program is None or program in JUDGING_PROGRAMS:
+        fields.update(count_fields(example))
     fields = {k: v for k, v in fields.items() if k not in example}
     return example.copy(**fields).with_inputs(*example.inputs().keys()) if fields else example
 

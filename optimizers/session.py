@@ -54,7 +54,7 @@ def run_compile(
 
         corpus = corpus or default_corpus(dataset)
         retriever = build_retriever(kind, corpus=corpus, settings=settings)
-    trainset = [with_gold_fields(ex) for ex in load_dataset(dataset, split="train", limit=n_train)]
+    trainset = [with_gold_fields(ex, program_name) for ex in load_dataset(dataset, split="train", limit=n_train)]
     valset = load_dataset(dataset, split="dev", limit=n_val)
     lm = build_lm(settings)
     configure_dspy(lm)

@@ -83,18 +83,24 @@ def test_ask_refuses_a_missing_or_wrong_scope_before_any_lm_call(aggregation, as
 
 def test_ask_interactive_puts_the_clarification_to_the_user_and_rewrites_with_the_reply(aggregation, scripted):
     scripted.rules["Write one short question to the user"] = lambda user: {
-        "clarification_question": "Does 'to Ashley' mean arriving there or passing through?",
+        "clarification_question": "Does 'to Ashley' mean arriving there or passing through [via]?",
         "options": ["arrives in Ashley", "passes through Ashley"]}
+    rewrite = scripted.rules["that follows the clarifications"]
+    scripted.rules["that follows the clarifications"] = lambda user: {  # the rewrite follows the user's reply
+        **rewrite(user), "rewritten_question": "How many flights pass through Ashley?"
+        if "A: passes through Ashley" in user else "How many flights arrive in Ashley?"}
     result = runner.invoke(app, ["ask", QUESTION, "--program", "dfa", "--dataset", aggregation, "--scope", "flights",
                                  "--option", "features=tfidf", "--interactive"], input="2\n")
     assert result.exit_code == 0, result.output
-    assert "Does 'to Ashley' mean arriving there" in result.output and "2. passes through Ashley" in result.output
-    rewrite = [user for phrase, user in scripted.calls if phrase == "that follows the clarifications"]
-    assert "A: passes through Ashley" in rewrite[0]
-    assert "Counted as: How many flights arrive in Ashley?" in result.output
+    assert "passing through [via]?" in result.output and "2. passes through Ashley" in result.output
+    assert "Counted as: How many flights pass through Ashley?" in result.output
 
 
-def test_ask_interactive_is_refused_for_a_program_that_asks_nothing(aggregation, scripted):
-    result = runner.invoke(app, ["ask", QUESTION, "--program", "map-count", "--dataset", aggregation, "--scope",
-                                 "flights", "--interactive"])
-    assert result.exit_code == 2 and "asks no clarification questions" in result.output
+@pytest.mark.parametrize(("args", "match"), [
+    (["--program", "map-count"], "asks no clarification questions"),
+    (["--program", "dfa", "--option", "disambiguation=direct"], "disambiguation='direct', which asks nothing"),
+])
+def test_ask_interactive_is_refused_where_nothing_would_be_asked(aggregation, scripted, args, match):
+    result = runner.invoke(app, ["ask", QUESTION, *args, "--dataset", aggregation, "--scope", "flights",
+                                 "--interactive"])
+    assert result.exit_code == 2 and match in " ".join(result.output.split()), result.output

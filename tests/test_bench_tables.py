@@ -108,6 +108,10 @@ def test_amd_table_names_a_compiled_expansion_after_its_retriever(tmp_path, benc
     (tmp_path / "asqa.json").write_text(json.dumps(rows))
     text = table.section(tmp_path, table.load_rows(tmp_path))
     assert text.index("| `amd-sparse` | 0.7000 |") < text.index("| `amd-sparse [bootstrap.json]` | 0.6000 |")
+    hot = [{**rows[1], "temperature": 1.0, "metrics": {"ndcg@10": 0.5, "recall@100": 1, "mrr@10": 1}}]
+    (tmp_path / "asqa-hot.json").write_text(json.dumps(hot))
+    text = table.section(tmp_path, table.load_rows(tmp_path))
+    assert "| `amd-sparse [temperature 1.0]` | 0.5000 |" in text and "temperature 0.5, 1.0 (the poster" in text
     assert "ASQA retrieval set" in text and "poster" not in text.split("####")[1]
 
 
@@ -124,3 +128,5 @@ def test_amd_reflection_keeps_every_raw_answer_of_a_cached_expansion(bench):
                                     "zebra Why stripes? Stripes confuse flies.")
     failed = Expansion("zebra", (), (), (), {"answers": [], "failures": ["socratic"]})
     assert reflection.unreflected(failed) == failed
+    with pytest.raises(SystemExit, match="records no raw answers"):
+        reflection.unreflected(Expansion("zebra", ("Which zebra?",), (), (), {}))

@@ -46,7 +46,8 @@ def test_compile_dfa_with_gold_judging_demos_and_knob_search(tmp_path, monkeypat
     demos = state["judge"]["demos"]
     assert len(demos) == 2 and all({"chunks", "entities"} <= d.keys() for d in demos)
     trip = next(d for d in demos if "Ashley" in d["question"])
-    assert [e["name"] for e in trip["entities"]] == ["flights 1", "flights 2"]
+    assert [e["name"] for e in trip["entities"]] == ["airline is 1; no is 10; source is APG",
+                                                      "airline is 1; no is 11; source is ABR"]
     # no other step is shown these rows as demos: they carry none of its outputs
     assert not any({"rewritten_question", "entity_type", "action", "ambiguities"} & d.keys()
                    for name in ("rewrite", "plan", "classify") for d in state[name]["demos"])
@@ -59,4 +60,4 @@ def test_compile_dfa_with_gold_judging_demos_and_knob_search(tmp_path, monkeypat
     assert pred.count == 3  # flights 10, 11 and 14
     judge_prompts = [h["messages"] for h in lm.history[calls:]
                      if "List every entity" in str(h["messages"][0]["content"])]
-    assert judge_prompts and any("flights 1" in str(m["content"]) for m in judge_prompts[0][1:-1])
+    assert judge_prompts and any("no is 10; source is APG" in str(m["content"]) for m in judge_prompts[0][1:-1])

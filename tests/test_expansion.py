@@ -204,7 +204,7 @@ def test_eval_retrieval_reports_lm_calls_per_query_and_a_second_run_costs_none(c
     assert "expansion" not in bm25 and "lm" not in bm25 and q2d["lm"]
     assert bm25["code"]["commit"] and bm25["split"] == "test"  # the code and data each row came from
     assert q2d["expansion"]["lm_calls"] == 1.0 and q2d["expansion"]["input_tokens"] > 0  # one call per query
-    assert q2d["expansion_state"] is None and q2d["temperature"] is None  # uncompiled, the default temperature
+    assert q2d["expansion_state"] is None and q2d["temperature"] == 0.5  # uncompiled, the poster's temperature
     invoke("eval-retrieval", "--dataset", str(beir), "-r", "q2d-sparse", "--out", str(out))
     (again,) = json.loads(out.read_text())
     assert again["expansion"]["lm_calls"] == 0 and again["expansion"]["from_cache"] == 2

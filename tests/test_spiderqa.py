@@ -165,6 +165,13 @@ def test_max_chunks_drops_larger_databases_with_a_reason(spider, tmp_path: Path)
     assert json.loads((tmp_path / "capped" / "manifest.json").read_text())["options"]["max_chunks"] == 11
     with pytest.raises(ValueError, match="max_chunks"):
         build_spiderqa(*spider, tmp_path / "bad", max_chunks=0)
+    asked: list[str] = []  # a database over the cap costs no template-writing LM call
+    build_spiderqa(*spider, tmp_path / "asked", write_template=lambda schema: asked.append(schema.name) or "",
+                   max_chunks=11)
+    assert asked == []
+    build_spiderqa(*spider, tmp_path / "asked", write_template=lambda schema: asked.append(schema.name) or "",
+                   max_chunks=12, rows_per_chunk=2)
+    assert sorted(asked) == ["airlines", "airports", "flights"]
 
 
 def test_written_templates_are_validated_and_fall_back(spider, tmp_path: Path) -> None:
@@ -235,16 +242,21 @@ def test_gold_judging_demo_points_at_each_counted_items_evidence(built) -> None:
     from disambig.optimizers.gold import with_gold_fields
 
     _, out = built
-    trip = with_gold_fields(load_dataset(str(out))[0])  # flights 10 and 11 from Aberdeen to Ashley
+    first = load_dataset(str(out))[0]  # flights 10 and 11 from Aberdeen to Ashley
+    trip = with_gold_fields(first, "dfa")
     lines = trip.chunks.splitlines()
     shown = {int(line[1:line.index("]")]): line for line in lines}
-    assert [e.name for e in trip.entities] == ["flights 1", "flights 2"]
+    assert [e.name for e in trip.entities] == ["airline is 1; no is 10; source is APG",
+                                               "airline is 1; no is 11; source is ABR"]
+    assert all(e.name in shown[e.chunks[0]] for e in trip.entities)  # named by words the chunk states
+    # the count baselines also output `entities` (as names): they get no half-filled demo from these rows
+    assert not hasattr(with_gold_fields(first, "llm-only-count"), "entities")
     for entity, item in zip(trip.entities, trip.gold_items, strict=True):
         assert len(entity.chunks) == len(item) and all(n in shown for n in entity.chunks)
     cited = {n for e in trip.entities for n in e.chunks}
     assert len(lines) == len(cited) + 2  # the evidence chunks, interleaved with two that evidence nothing
     assert "no is 10" in shown[trip.entities[0].chunks[0]] and "no is 11" in shown[trip.entities[1].chunks[0]]
-    assert "city is Ashley" in shown[5] and trip.entities[0].chunks == [1, 3, 5]
+    assert "city is Ashley" in shown[trip.entities[0].chunks[-1]] and len(trip.entities[0].chunks) == 3
     assert set(trip.inputs().keys()) == {"question", "scope", "corpus"}
 
 

@@ -98,16 +98,21 @@ def _scope_inputs(module: object, name: str, dataset: str | None, scope: str | N
 
 def _ask_the_user(module: object, name: str, console: Console) -> None:
     """Let ``module`` put its clarification questions to the user on the terminal (a numbered option or free text)."""
+    from rich.markup import escape
+
     from disambig.errors import ConfigurationError
 
     if not hasattr(module, "ask_user"):
         raise ConfigurationError(f"program {name!r} asks no clarification questions; --interactive is for the "
                                  "programs that do (dfa)")
+    if getattr(module, "disambiguation", "guided") != "guided":
+        raise ConfigurationError(f"--interactive needs the classify-then-clarify step; this {name} was built with "
+                                 f"disambiguation={module.disambiguation!r}, which asks nothing")
 
     def ask_user(text: str, choices: list[str]) -> str:
-        console.print(f"[bold]Clarification:[/bold] {text}")
+        console.print(f"[bold]Clarification:[/bold] {escape(text)}")  # LM text: brackets are not markup
         for number, choice in enumerate(choices, 1):
-            console.print(f"  {number}. {choice}")
+            console.print(f"  {number}. {escape(choice)}")
         reply = typer.prompt("Your answer (a number above, or your own words)").strip()
         if reply.isdigit() and 1 <= int(reply) <= len(choices):
             return choices[int(reply) - 1]
@@ -137,8 +142,10 @@ def _show(console: Console, question: str, prediction: object) -> None:
     if "statistics" in notes and "state" in notes:
         _show_adf(console, notes, titles)
     if "rewritten_question" in notes:
-        console.print(f"[bold]Counted as:[/bold] {notes['rewritten_question']}"
-                      + "".join(f"\n  assumption: {a}" for a in notes.get("assumptions") or []))
+        from rich.markup import escape
+
+        console.print(f"[bold]Counted as:[/bold] {escape(notes['rewritten_question'])}"
+                      + "".join(f"\n  assumption: {escape(a)}" for a in notes.get("assumptions") or []))
     console.print(f"[bold]Q:[/bold] {question}")
     console.print(f"[bold]A:[/bold] {prediction.long_answer}")
     console.print(

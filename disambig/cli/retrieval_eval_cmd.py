@@ -62,7 +62,7 @@ def eval_retrieval(
     needed = {part for kind in retriever for part in index_kinds(kind)}
     for kind in sorted(needed):
         index_cmd.build_with_progress(console, kind, corpus, settings, encoder)
-    reports, costs = [], []
+    reports, costs, temperatures = [], [], []
     for kind in retriever:
         extra = search_cmd.expansion_options(kind, temperature, expansion_state) if kind in EXPANDED_KINDS else {}
         # search seconds are measured: never answer a plain retriever's queries from the --cache rankings
@@ -71,6 +71,7 @@ def eval_retrieval(
         with console.status(f"searching with {kind}"):
             reports.append(evaluate_retriever(searcher, dataset, split))
         costs.append(expansion_cost(searcher, reports[-1].queries))
+        temperatures.append(getattr(getattr(searcher, "expander", None), "temperature", None))  # the one it used
     over = "" if corpus == dataset else f" over {corpus}"
     console.print(report_table(reports, f"Retrieval on {dataset}{over} ({split}, {reports[0].queries} queries)",
                                costs))
@@ -79,9 +80,9 @@ def eval_retrieval(
         from disambig.evaluation.session import lm_model
 
         run = {"split": split, "corpus": corpus, "code": code_stamp()}  # which code and data made each row
-        expanded = {"lm": lm_model(settings.lm), "temperature": temperature, "expansion_state": expansion_state}
-        rows = [r.to_dict() | run | ({"expansion": c, **expanded} if c else {})
-                for r, c in zip(reports, costs, strict=True)]
+        expanded = {"lm": lm_model(settings.lm), "expansion_state": expansion_state}
+        rows = [r.to_dict() | run | ({"expansion": c, "temperature": t, **expanded} if c else {})
+                for r, c, t in zip(reports, costs, temperatures, strict=True)]
         out.write_text(json.dumps(rows, indent=2), encoding="utf-8")
         console.print(f"scores: {out}")
 
