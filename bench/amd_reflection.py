@@ -48,6 +48,7 @@ class CachedOnly:
     def __init__(self, inner: Any, change: Any) -> None:
         self.inner, self.change = inner, change
         self.name, self.size = inner.name, inner.size
+        self.seen: dict[str, Any] = {}
 
     def batch_search(self, queries: list[str], k: int) -> list[list[Any]]:
         from disambig.programs.expanded_retrieval import expansion_key, lm_identity, program_identity
@@ -60,8 +61,19 @@ class CachedOnly:
             if self.inner.cache is None or self.inner.cache.get(key) is None:
                 raise SystemExit(f"no cached AMD expansion of {query!r} for this LM; run `disambig eval-retrieval "
                                  f"-r amd-sparse` on this dataset first")
-            expansions.append(self.change(self.inner.expand(query)))
+            made = self.inner.expand(query)
+            self.seen[made.query] = made
+            expansions.append(self.change(made))
         return self.inner.search_expanded(expansions, k)
+
+    def reflection(self) -> dict[str, int]:
+        """Over the distinct queries searched: how many lost their sub-questions (an unparsable questioning reply),
+        how many answers the dialogic agent wrote, and how many of them reflection kept."""
+        notes = [e.notes for e in self.seen.values()]
+        failed = sum("socratic" in (n.get("failures") or []) for n in notes)
+        return {"queries": len(notes), "questioning_failed": failed,
+                "answers": sum(sum(1 for a in n.get("answers") or [] if str(a or "").strip()) for n in notes),
+                "kept": sum(sum(bool(k) for k in n.get("kept") or []) for n in notes)}
 
 
 def main() -> None:
@@ -85,10 +97,13 @@ def main() -> None:
     rows = []
     for kind in KINDS:
         inner = build_retriever(kind, corpus=corpus, settings=settings, embedder=embedder, auto_build=False)
-        report = evaluate_retriever(CachedOnly(inner, unreflected), args.dataset, args.split)
+        searcher = CachedOnly(inner, unreflected)
+        report = evaluate_retriever(searcher, args.dataset, args.split)
         cost = {**inner.usage.per_query(report.queries), "from_cache": min(inner.usage.cached, report.queries)}
         rows.append(report.to_dict() | {"split": args.split, "corpus": corpus, "code": code_stamp(),
-                                        "expansion": cost, "lm": lm_model(settings.lm), "variant": VARIANT})
+                                        "expansion": cost, "lm": lm_model(settings.lm), "variant": VARIANT,
+                                        "temperature": inner.expander.temperature,
+                                        "reflection": searcher.reflection()})
         print(f"{kind} ({VARIANT}): {report.metrics}", flush=True)
     args.out.write_text(json.dumps(rows, indent=2), encoding="utf-8")
     print(f"scores: {args.out}")

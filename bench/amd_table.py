@@ -109,6 +109,11 @@ def section(folder: Path, rows: dict[str, dict[str, dict]]) -> str:
              f"{', '.join(map(str, temperatures)) or '-'} (the poster's is 0.5).", ""]
     for dataset in sorted(rows, key=lambda d: (d not in TITLES, d)):
         parts += [f"#### {TITLES.get(dataset, dataset)}", "", table(dataset, rows[dataset]), ""]
+        tally = next((r["reflection"] for r in rows[dataset].values() if r.get("reflection")), None)
+        if tally:
+            parts += [f"AMD's agents on these {tally['queries']} queries: the questioning reply could not be parsed "
+                      f"for {tally['questioning_failed']} (searched with the query alone); reflection kept "
+                      f"{tally['kept']} of the {tally['answers']} answers written.", ""]
     return "\n".join([*parts, end])
 
 

@@ -112,6 +112,11 @@ def test_amd_table_names_a_compiled_expansion_after_its_retriever(tmp_path, benc
     (tmp_path / "asqa-hot.json").write_text(json.dumps(hot))
     text = table.section(tmp_path, table.load_rows(tmp_path))
     assert "| `amd-sparse [temperature 1.0]` | 0.5000 |" in text and "temperature 0.5, 1.0 (the poster" in text
+    tallied = [{**rows[1], "variant": "answers unreflected",
+                "reflection": {"queries": 50, "questioning_failed": 15, "answers": 104, "kept": 0}}]
+    (tmp_path / "asqa-unreflected.json").write_text(json.dumps(tallied))
+    text = table.section(tmp_path, table.load_rows(tmp_path))
+    assert "could not be parsed for 15 (searched with the query alone); reflection kept 0 of the 104" in text
     assert "ASQA retrieval set" in text and "poster" not in text.split("####")[1]
 
 
