@@ -113,7 +113,7 @@ def paper_table() -> str:
     return "\n".join(lines)
 
 
-def section(label: str, runs: list[dict], name: str) -> str:
+def section(label: str, runs: list[dict], name: str, paper: bool = True) -> str:
     common = sorted(set.intersection(*(set(r["questions"]) for r in runs)))
     if not common:
         raise SystemExit(f"the runs {', '.join(r['name'] for r in runs)} share no answered question")
@@ -127,8 +127,9 @@ def section(label: str, runs: list[dict], name: str) -> str:
     if any("stages" in r for r in rows):
         parts += ["LM calls per question by DFA stage, judge batches and cross-batch candidate pairs (CP):", "",
                   stage_table(rows), ""]
-    parts += ["The paper's figures on its SpiderQA (Table 5; other k from Table 7):", "", paper_table()]
-    return "\n".join([*parts, end])
+    if paper:
+        parts += ["The paper's figures on its SpiderQA (Table 5; other k from Table 7):", "", paper_table()]
+    return "\n".join([*parts, end]).replace("\n\n" + end, "\n" + end)
 
 
 def main() -> None:
@@ -137,6 +138,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", help="run folder names to include, in this order")
     parser.add_argument("--results", type=Path, help="write the section into this Markdown file")
     parser.add_argument("--section", default="spiderqa-table5", help="name of the generated section")
+    parser.add_argument("--no-paper", action="store_true", help="leave out the paper's figures")
     args = parser.parse_args()
     folders = [p for root in args.runs for p in sorted(root.iterdir()) if (p / "results.jsonl").is_file()]
     if args.only:
@@ -148,7 +150,7 @@ def main() -> None:
     if not folders:
         raise SystemExit(f"no run folders with results.jsonl under {', '.join(map(str, args.runs))}")
     text = section(" ".join(map(str, args.runs)) + (f" --only {' '.join(args.only)}" if args.only else ""),
-                   [scored(p) for p in folders], args.section)
+                   [scored(p) for p in folders], args.section, paper=not args.no_paper)
     if args.results:
         replace_section(args.results, text, *markers(args.section, "bench/spiderqa_table.py"))
     print(text)
