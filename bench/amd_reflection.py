@@ -51,17 +51,12 @@ class CachedOnly:
         self.seen: dict[str, Any] = {}
 
     def batch_search(self, queries: list[str], k: int) -> list[list[Any]]:
-        from disambig.programs.expanded_retrieval import expansion_key, lm_identity, program_identity
-        from disambig.retrieval.base import check_query
-
         expansions = []
         for query in queries:
-            key = expansion_key(lm_identity(self.inner._current_lm()), program_identity(self.inner.expander),
-                                check_query(query))
-            if self.inner.cache is None or self.inner.cache.get(key) is None:
+            made = self.inner.cached(query)
+            if made is None:
                 raise SystemExit(f"no cached AMD expansion of {query!r} for this LM; run `disambig eval-retrieval "
                                  f"-r amd-sparse` on this dataset first")
-            made = self.inner.expand(query)
             self.seen[made.query] = made
             expansions.append(self.change(made))
         return self.inner.search_expanded(expansions, k)

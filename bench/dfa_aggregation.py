@@ -113,9 +113,9 @@ def run(run_dir: Path, out: Path, lm_spec: str | None, limit: int | None) -> Non
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    from disambig.data.jsonl import read_jsonl
+
+    return [row for _, row in read_jsonl(path)] if path.is_file() else []
 
 
 def section(rows: list[dict[str, Any]], command: str) -> str:

@@ -18,6 +18,7 @@ import argparse
 import json
 import statistics
 from pathlib import Path
+from types import SimpleNamespace
 
 from rescore import answers_code, markers, raw_rows, replace_section, row_costs
 
@@ -44,7 +45,7 @@ def scored(run: Path) -> dict:
     per_question = {}
     for row in raw:
         example = gold[str(row["id"])]
-        pred = _Prediction((row.get("prediction") or {}) if row.get("error") is None else {})
+        pred = SimpleNamespace(**((row.get("prediction") or {}) if row.get("error") is None else {}))
         count = predicted_count(pred)
         notes = (row.get("trace") or {}).get("notes") or {}
         per_question[str(row["id"])] = {
@@ -54,16 +55,6 @@ def scored(run: Path) -> dict:
             "cp": notes.get("cp"), "batches": len(notes.get("batches") or []) if "batches" in notes else None,
             "row": row}
     return {"name": run.name, "params": params, "questions": per_question, "code": answers_code(params, raw)}
-
-
-class _Prediction:
-    """A stored prediction dict read through attributes, as the count metrics read a ``dspy.Prediction``."""
-
-    def __init__(self, fields: dict) -> None:
-        self.__dict__.update(fields)
-
-    def __getattr__(self, name: str) -> None:
-        return None
 
 
 def summary(run: dict, ids: list[str]) -> dict:

@@ -221,24 +221,34 @@ class ExpandedRetriever(BatchRetriever):
         LM and program state expanded it before, unless ``use_cache`` is off."""
         query = check_query(query)
         expander = expander or self.expander
-        lm = self._current_lm()
-        key = expansion_key(lm_identity(lm), program_identity(expander), query)
-        cache = self.cache if use_cache else None
-        row = cache.get(key) if cache else None
-        if row is not None:
-            self._count(query, cached=True, recorded=row.get("cost"))
-            return Expansion.from_dict(row["expansion"])
+        hit = self.cached(query, expander) if use_cache else None
+        if hit is not None:
+            return hit
         from disambig.lm.runtime import default_adapter
 
+        lm = self._current_lm()
         with dspy.context(lm=lm, adapter=dspy.settings.adapter or default_adapter()), measured() as trace:
             expansion = Expansion.from_prediction(query, expander(query=query))
         cost = {"lm_calls": trace.lm_calls, "input_tokens": trace.input_tokens,
                 "output_tokens": trace.output_tokens, "seconds": round(trace.seconds, 3)}
         self._count(query, trace=trace, recorded=cost)
-        if cache:
-            cache.put(key, {"lm": lm_identity(lm), "program": type(expander).__name__,
-                                 "expansion": expansion.to_dict(), "cost": cost})
+        if use_cache and self.cache:
+            self.cache.put(self._key(query, expander), {"lm": lm_identity(lm), "program": type(expander).__name__,
+                                                         "expansion": expansion.to_dict(), "cost": cost})
         return expansion
+
+    def cached(self, query: str, expander: dspy.Module | None = None) -> Expansion | None:
+        """The cached expansion of ``query`` by this LM and ``expander`` (counted as a cache hit), or None; never
+        calls the LM."""
+        query = check_query(query)
+        row = self.cache.get(self._key(query, expander or self.expander)) if self.cache else None
+        if row is None:
+            return None
+        self._count(query, cached=True, recorded=row.get("cost"))
+        return Expansion.from_dict(row["expansion"])
+
+    def _key(self, query: str, expander: dspy.Module) -> str:
+        return expansion_key(lm_identity(self._current_lm()), program_identity(expander), query)
 
     def _current_lm(self) -> Any:
         if dspy.settings.lm is not None:

@@ -97,6 +97,9 @@ def test_a_cached_expansion_makes_no_lm_call(corpus, settings):
     again = build_retriever("amd-sparse", corpus=corpus, settings=settings)  # a new process would do the same
     assert again.search("zebra", 2) == hits
     assert len(engine.calls) == 7 and again.usage.lm_calls == 0 and again.usage.cached == 1
+    # reading the cache alone never asks the LM: a hit (counted) for a known query, None for a new one
+    assert again.cached(" zebra ").sub_questions and again.cached("okapi") is None
+    assert len(engine.calls) == 7 and again.usage.cached == 2
 
 
 def test_the_cache_key_changes_with_the_lm_and_the_program_state(corpus, settings):
