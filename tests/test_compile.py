@@ -143,3 +143,16 @@ def test_the_none_recipe_keeps_the_programs_own_demos(tmp_path):
     state = json.loads(result.state_path.read_text())
     assert state["answer"]["demos"] == own
     assert "Person 0" not in json.dumps(state)  # no training example became a demo
+
+
+def test_the_served_model_refuses_count_inputs_for_a_question_only_program():
+    from disambig.optimizers.serving_model import CompiledProgram
+
+    served = CompiledProgram()
+    served.program, served.lm, served.adapter = build_program("closed-book"), scripted_lm(), CompactJSONAdapter()
+    ok, refused = served.predict(None, [{"question": "Who won prize 1?", "id": "ignored"},
+                                        {"question": "Who won prize 2?", "scope": "air"}])
+    assert ok["error"] == "" and ok["long_answer"] == "Person X won it."
+    assert "takes only a question; scope" in refused["error"] and refused["trace"]["lm_calls"] == 0
+    with pytest.raises(ValueError, match="needs a question"):
+        served.predict(None, [{"scope": "air"}])

@@ -1,5 +1,6 @@
 """``disambig compile dfa``: gold judging demos from SpiderQA's annotations, knob search, and the artifact loading
-back as a DFA that shows the demos to its judge (a tiny built SpiderQA, a scripted LM)."""
+back as a DFA that shows the demos to its judge, also behind the served model (a tiny built SpiderQA, a scripted
+LM)."""
 
 from __future__ import annotations
 
@@ -61,3 +62,20 @@ def test_compile_dfa_with_gold_judging_demos_and_knob_search(tmp_path, monkeypat
     judge_prompts = [h["messages"] for h in lm.history[calls:]
                      if "List every entity" in str(h["messages"][0]["content"])]
     assert judge_prompts and any("no is 10; source is APG" in str(m["content"]) for m in judge_prompts[0][1:-1])
+
+    # the served model (what `disambig serve` runs) takes the scope and corpus from the request's columns
+    import pandas as pd
+
+    from disambig.optimizers.serving_model import CompiledProgram
+
+    served = CompiledProgram()
+    served.program, served.lm, served.adapter = program, lm, CompactJSONAdapter()
+    corpus = str(tmp_path / "sqa" / "corpus.jsonl")
+    rows = served.predict(None, pd.DataFrame([
+        {"question": "How many flights does United Airlines operate?", "scope": "air", "corpus": corpus},
+        {"question": "How many flights does United Airlines operate?", "scope": None, "corpus": None}]))
+    assert rows[0]["error"] == "" and json.loads(rows[0]["extra"])["count"] == 3
+    assert "needs the chunks to count over" in rows[1]["error"]  # no corpus: that row fails, alone
+    (as_dict,) = served.predict(None, {"question": ["How many flights does United Airlines operate?"],
+                                       "scope": ["air"], "corpus": [corpus]})
+    assert json.loads(as_dict["extra"])["count"] == 3

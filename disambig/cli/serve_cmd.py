@@ -19,12 +19,18 @@ def serve(
     port: int = typer.Option(5001, "--port", min=1, max=65535),
     tracking_uri: str | None = typer.Option(None, "--tracking-uri", help="MLflow store (default sqlite:///mlflow.db)."),
 ) -> None:
-    """Answer POST /invocations {"inputs": ["question", ...]} with the compiled program (JSON state, no pickle)."""
+    """Answer POST /invocations {"inputs": ["question", ...]} with the compiled program (JSON state, no pickle).
+
+    A count program (dfa, ...) counts over chunks: send rows with the chunk file and the scope, as
+    {"dataframe_records": [{"question": ..., "corpus": ".../corpus.jsonl", "scope": "DB_ID"}]}.
+    """
     from disambig.evaluation.tracking import tracking_uri as resolve_uri
 
     if not model_uri.startswith(("models:/", "runs:/")):
         raise ConfigurationError(f"{model_uri!r} is not an MLflow model URI; compile with tracking on to get one")
-    env = {**os.environ, "MLFLOW_TRACKING_URI": resolve_uri(tracking_uri)}
+    # mlflow starts `uvicorn` by name: find it beside this Python even when its environment is not activated
+    path = os.pathsep.join(p for p in (os.path.dirname(sys.executable), os.environ.get("PATH", "")) if p)
+    env = {**os.environ, "MLFLOW_TRACKING_URI": resolve_uri(tracking_uri), "PATH": path}
     command = [sys.executable, "-m", "mlflow", "models", "serve", "-m", model_uri, "--env-manager", "local",
                "-h", host, "-p", str(port)]
     raise typer.Exit(subprocess.call(command, env=env))
