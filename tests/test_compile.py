@@ -156,3 +156,26 @@ def test_the_served_model_refuses_count_inputs_for_a_question_only_program():
     assert "takes only a question; scope" in refused["error"] and refused["trace"]["lm_calls"] == 0
     with pytest.raises(ValueError, match="needs a question"):
         served.predict(None, [{"scope": "air"}])
+
+
+def test_serve_runs_mlflow_with_this_python_on_the_path(monkeypatch):
+    """``mlflow models serve`` starts ``uvicorn`` by name: it must be found beside this Python, venv active or not."""
+    import os
+    import subprocess
+    import sys
+
+    from typer.testing import CliRunner
+
+    from disambig.cli import app
+
+    seen = {}
+    monkeypatch.setenv("PATH", "/usr/bin")
+    monkeypatch.setattr(subprocess, "call", lambda command, env: seen.update(command=command, env=env) or 0)
+    result = CliRunner().invoke(app, ["serve", "models:/disambig-dfa-spiderqa-72/1", "--port", "5077",
+                                      "--tracking-uri", "sqlite:///x.db"])
+    assert result.exit_code == 0, result.output
+    assert seen["command"][:4] == [sys.executable, "-m", "mlflow", "models"] and "5077" in seen["command"]
+    assert seen["env"]["PATH"].split(os.pathsep) == [os.path.dirname(sys.executable), "/usr/bin"]
+    assert seen["env"]["MLFLOW_TRACKING_URI"] == "sqlite:///x.db"
+    refused = CliRunner().invoke(app, ["serve", "artifacts/dfa/spiderqa-72/labeled-fewshot.json"])
+    assert refused.exit_code != 0 and "not an MLflow model URI" in refused.output
