@@ -2,10 +2,10 @@
 
 A prediction row is a JSON object with ``question`` (and ``id`` when known) and any of ``long_answer``,
 ``answers`` (short answers), ``interpretations`` (``[{question, answer, passage_ids?}]``) and ``passages``
-(``[{id?, title, text}]``). Rows are matched to the dataset by ``id`` when the row has one the dataset knows,
-else by the question text (lower-cased, whitespace collapsed). Judge metrics can be scored through a
-``JudgedScoring`` (``disambig.evaluation.judging``), which stores each question's judged scores as they are
-computed and reuses them on a re-run.
+(``[{id?, title, text}]``); a count program's rows also carry ``count`` and ``retained_chunk_ids``. Rows are
+matched to the dataset by ``id`` when the row has one the dataset knows, else by the question text (lower-cased,
+whitespace collapsed). Judge metrics can be scored through a ``JudgedScoring`` (``disambig.evaluation.judging``),
+which stores each question's judged scores as they are computed and reuses them on a re-run.
 """
 
 from __future__ import annotations
@@ -64,12 +64,15 @@ def answered_examples(rows: list[dict[str, Any]], examples: list[Any]) -> list[A
 
 
 def to_prediction(row: dict[str, Any]) -> Any:
-    """A ``dspy.Prediction`` with the common fields, empty where the row has none."""
+    """A ``dspy.Prediction`` with the common fields, empty where the row has none, and a count program's
+    ``count`` and ``retained_chunk_ids`` when the row has them (the count metrics read those)."""
     import dspy
 
+    counted = {k: row[k] for k in ("count", "retained_chunk_ids") if row.get(k) is not None}
     return dspy.Prediction(
         long_answer=str(row.get("long_answer") or ""), answers=list(row.get("answers") or []),
         interpretations=[dict(i) for i in row.get("interpretations") or []], passages=list(row.get("passages") or []),
+        **counted,
     )
 
 

@@ -103,3 +103,19 @@ def test_report_needs_aligned_non_empty_lists():
         aggregation_report([1, 2], [1], [[], []], [["c"], ["c"]])
     with pytest.raises(ValueError, match="one non-empty entry per query"):
         aggregation_report([], [], [], [])
+
+
+def test_stored_count_answers_are_scored_on_their_count_and_retained_chunks():
+    """``disambig score`` (and bench re-scoring) read a count program's stored answer as it was produced."""
+    from types import SimpleNamespace
+
+    from disambig.evaluation.scoring import to_prediction
+    from disambig.metrics.count import chunk_recall_metric, predicted_count
+
+    example = SimpleNamespace(gold_count=4, gold_chunk_ids=["db/t/1", "db/t/2"])
+    row = {"long_answer": "3: a, b, c", "count": 2, "retained_chunk_ids": ["db/t/1", "db/t/9"], "passages": []}
+    pred = to_prediction(row)
+    assert predicted_count(pred) == 2.0  # the count field, not the long answer's leading 3
+    assert chunk_recall_metric(example, pred) == 0.5
+    plain = to_prediction({"long_answer": "3: a, b, c", "passages": [{"id": "db/t/2", "text": "..."}]})
+    assert predicted_count(plain) == 3.0 and chunk_recall_metric(example, plain) == 0.5
