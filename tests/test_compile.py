@@ -153,9 +153,32 @@ def test_the_served_model_refuses_count_inputs_for_a_question_only_program():
     ok, refused = served.predict(None, [{"question": "Who won prize 1?", "id": "ignored"},
                                         {"question": "Who won prize 2?", "scope": "air"}])
     assert ok["error"] == "" and ok["long_answer"] == "Person X won it."
-    assert "takes only a question; scope" in refused["error"] and refused["trace"]["lm_calls"] == 0
-    with pytest.raises(ValueError, match="needs a question"):
-        served.predict(None, [{"scope": "air"}])
+    assert "takes only a question; scope is an input" in refused["error"] and refused["trace"]["lm_calls"] == 0
+    assert refused["question"] == "Who won prize 2?"
+    no_question, answered = served.predict(None, [{"scope": "air"}, {"question": "Who won prize 3?"}])
+    assert no_question["error"] == "ValueError: the row has no question" and answered["error"] == ""
+    with pytest.raises(ValueError, match="needs a 'question' field"):
+        served.predict(None, {"questions": ["Who won prize 1?"]})
+
+
+def test_the_served_model_reads_the_numpy_values_mlflows_server_hands_it():
+    """Over HTTP, ``inputs``/``instances`` arrive as numpy arrays: a single value as a 0-d array, JSON null as a 0-d
+    object array; a dict of columns may mix one value with a column of them."""
+    import numpy as np
+
+    from disambig.optimizers.serving_model import CompiledProgram
+
+    served = CompiledProgram()
+    served.program, served.lm, served.adapter = build_program("closed-book"), scripted_lm(), CompactJSONAdapter()
+    (single,) = served.predict(None, {"question": np.array("Who won prize 1?")})
+    assert single["error"] == "" and single["question"] == "Who won prize 1?"
+    records = served.predict(None, [{"question": np.array("Who won prize 2?"), "scope": np.array(None)},
+                                    {"question": np.array(None)}])
+    assert [r["error"] for r in records] == ["", "ValueError: the row has no question"]
+    nested = served.predict(None, [{"question": np.array(["a", "b"])}])
+    assert nested[0]["error"] == "ValueError: question must be a single value per row"
+    with pytest.raises(ValueError, match="differ in length"):
+        served.predict(None, {"question": np.array(["a", "b"]), "scope": np.array(["x"])})
 
 
 def test_serve_runs_mlflow_with_this_python_on_the_path(monkeypatch):
@@ -163,6 +186,7 @@ def test_serve_runs_mlflow_with_this_python_on_the_path(monkeypatch):
     import os
     import subprocess
     import sys
+    import sysconfig
 
     from typer.testing import CliRunner
 
@@ -174,8 +198,11 @@ def test_serve_runs_mlflow_with_this_python_on_the_path(monkeypatch):
     result = CliRunner().invoke(app, ["serve", "models:/disambig-dfa-spiderqa-72/1", "--port", "5077",
                                       "--tracking-uri", "sqlite:///x.db"])
     assert result.exit_code == 0, result.output
-    assert seen["command"][:4] == [sys.executable, "-m", "mlflow", "models"] and "5077" in seen["command"]
-    assert seen["env"]["PATH"].split(os.pathsep) == [os.path.dirname(sys.executable), "/usr/bin"]
+    command = seen["command"]
+    assert command[:4] == [sys.executable, "-m", "mlflow", "models"]
+    assert command[command.index("-p") + 1] == "5077" and command[command.index("-t") + 1] == "1800"
+    assert seen["env"]["PATH"].split(os.pathsep)[-2:] == [os.path.dirname(sys.executable), "/usr/bin"]
+    assert seen["env"]["PATH"].split(os.pathsep)[0] == sysconfig.get_path("scripts")
     assert seen["env"]["MLFLOW_TRACKING_URI"] == "sqlite:///x.db"
     refused = CliRunner().invoke(app, ["serve", "artifacts/dfa/spiderqa-72/labeled-fewshot.json"])
     assert refused.exit_code != 0 and "not an MLflow model URI" in refused.output

@@ -73,9 +73,11 @@ def test_compile_dfa_with_gold_judging_demos_and_knob_search(tmp_path, monkeypat
     corpus = str(tmp_path / "sqa" / "corpus.jsonl")
     rows = served.predict(None, pd.DataFrame([
         {"question": "How many flights does United Airlines operate?", "scope": "air", "corpus": corpus},
-        {"question": "How many flights does United Airlines operate?", "scope": None, "corpus": None}]))
+        {"question": "How many flights does United Airlines operate?", "scope": None, "corpus": None},
+        {"question": "How many flights does United Airlines operate?", "scope": None, "corpus": corpus}]))
     assert rows[0]["error"] == "" and json.loads(rows[0]["extra"])["count"] == 3
     assert "needs the chunks to count over" in rows[1]["error"]  # no corpus: that row fails, alone
-    (as_dict,) = served.predict(None, {"question": ["How many flights does United Airlines operate?"],
-                                       "scope": ["air"], "corpus": [corpus]})
-    assert json.loads(as_dict["extra"])["count"] == 3
+    assert rows[2]["error"] == "ConfigurationError: the row has a corpus but no scope; give one of: air"
+    both = served.predict(None, {"question": ["How many flights does United Airlines operate?"] * 2,
+                                 "scope": "air", "corpus": corpus})  # one scope and corpus for every question
+    assert [json.loads(r["extra"])["count"] for r in both] == [3, 3]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import sysconfig
 
 import typer
 
@@ -18,6 +19,9 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host"),
     port: int = typer.Option(5001, "--port", min=1, max=65535),
     tracking_uri: str | None = typer.Option(None, "--tracking-uri", help="MLflow store (default sqlite:///mlflow.db)."),
+    timeout: int = typer.Option(1800, "--timeout", min=1,
+                                help="Seconds a request may take (MLflow's default, 60, is less than one DFA question "
+                                     "on the embedded LM)."),
 ) -> None:
     """Answer POST /invocations {"inputs": ["question", ...]} with the compiled program (JSON state, no pickle).
 
@@ -29,8 +33,9 @@ def serve(
     if not model_uri.startswith(("models:/", "runs:/")):
         raise ConfigurationError(f"{model_uri!r} is not an MLflow model URI; compile with tracking on to get one")
     # mlflow starts `uvicorn` by name: find it beside this Python even when its environment is not activated
-    path = os.pathsep.join(p for p in (os.path.dirname(sys.executable), os.environ.get("PATH", "")) if p)
+    scripts = dict.fromkeys([sysconfig.get_path("scripts"), os.path.dirname(sys.executable)])
+    path = os.pathsep.join(p for p in (*scripts, os.environ.get("PATH", "")) if p)
     env = {**os.environ, "MLFLOW_TRACKING_URI": resolve_uri(tracking_uri), "PATH": path}
     command = [sys.executable, "-m", "mlflow", "models", "serve", "-m", model_uri, "--env-manager", "local",
-               "-h", host, "-p", str(port)]
+               "-h", host, "-p", str(port), "-t", str(timeout)]
     raise typer.Exit(subprocess.call(command, env=env))
