@@ -26,7 +26,9 @@ def serve(
     """Answer POST /invocations {"inputs": ["question", ...]} with the compiled program (JSON state, no pickle).
 
     A count program (dfa, ...) counts over chunks: send rows with the chunk file and the scope, as
-    {"dataframe_records": [{"question": ..., "corpus": ".../corpus.jsonl", "scope": "DB_ID"}]}.
+    {"dataframe_records": [{"question": ..., "corpus": ".../corpus.jsonl", "scope": "DB_ID"}]}. The corpus is a
+    path on the serving machine, read as the server's user: keep the default host (127.0.0.1) unless the clients
+    are trusted.
     """
     from disambig.evaluation.tracking import tracking_uri as resolve_uri
 
