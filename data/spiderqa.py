@@ -543,6 +543,11 @@ def scope_ids(corpus: str | Path) -> list[str]:
     return sorted({str(c["db_id"]) for c in _read_corpus(str(Path(corpus).expanduser().resolve())) if c["db_id"]})
 
 
+def scopes_shown(scopes: list[str], first: int = 20) -> str:
+    """``scopes`` for an error message: the first ``first`` of them, then how many there are."""
+    return ", ".join(scopes[:first]) + (f", ... ({len(scopes)} in all)" if len(scopes) > first else "")
+
+
 @lru_cache(maxsize=4)
 def _read_corpus(path: str) -> tuple[dict[str, Any], ...]:
     file = Path(path)

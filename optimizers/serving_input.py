@@ -76,7 +76,7 @@ def _missing_scope(inputs: dict[str, str]) -> str:
     """A corpus whose chunks belong to scopes needs the row's scope: without it the count would run over them all."""
     if "corpus" not in inputs or "scope" in inputs:
         return ""
-    from disambig.data.spiderqa import scope_ids
+    from disambig.data.spiderqa import scope_ids, scopes_shown
 
     try:
         scopes = scope_ids(inputs["corpus"])
@@ -84,8 +84,7 @@ def _missing_scope(inputs: dict[str, str]) -> str:
         return f"{type(exc).__name__}: {exc}"
     if not scopes:
         return ""
-    shown = ", ".join(scopes[:20]) + (f", ... ({len(scopes)} in all)" if len(scopes) > 20 else "")
-    return f"ConfigurationError: the row has a corpus but no scope; give one of: {shown}"
+    return f"ConfigurationError: the row has a corpus but no scope; give one of: {scopes_shown(scopes)}"
 
 
 def _plain(value: Any) -> Any:
@@ -99,10 +98,7 @@ def _is_single(value: Any) -> bool:
 
 
 def _is_empty(value: Any) -> bool:
-    return value is None or value == "" or (isinstance(value, float) and value != value) or _is_na(value)
-
-
-def _is_na(value: Any) -> bool:
+    """A missing cell: None, NaN, pandas' NA or an empty string (``value`` is a single value)."""
     import pandas as pd
 
-    return bool(pd.isna(value)) if not isinstance(value, str | bytes) else False
+    return value == "" or bool(pd.isna(value))

@@ -85,14 +85,13 @@ def _scope_inputs(module: object, name: str, dataset: str | None, scope: str | N
                                      "`disambig data spiderqa` built) and --scope DB_ID")
         return {"scope": scope} if scope else {}
     from disambig.data.loaders import aggregation_corpus
-    from disambig.data.spiderqa import scope_ids
+    from disambig.data.spiderqa import scope_ids, scopes_shown
 
     corpus = aggregation_corpus(dataset)
     scopes = scope_ids(corpus)
     if scope not in scopes:
-        shown = ", ".join(scopes[:20]) + (f", ... ({len(scopes)} in all)" if len(scopes) > 20 else "")
         given = f"--scope {scope!r} is not a scope of {dataset}" if scope else "--scope is missing"
-        raise ConfigurationError(f"{given}; pass --scope DB_ID, one of: {shown}")
+        raise ConfigurationError(f"{given}; pass --scope DB_ID, one of: {scopes_shown(scopes)}")
     return {"corpus": corpus, "scope": scope}
 
 
