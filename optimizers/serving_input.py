@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 INPUT_FIELDS = ("question", "scope", "corpus")  # what a request row may carry; the last two only for count programs
-COUNT_PROGRAMS = "dfa, llm-only-count, naive-rag-count, map-count"
 
 
 def request_records(model_input: Any) -> list[dict[str, Any]]:
@@ -69,7 +68,7 @@ def _unused(program: Any, inputs: dict[str, str]) -> str:
     if not unused:
         return ""
     return (f"ConfigurationError: {type(program).__name__} takes only a question; {' and '.join(unused)} "
-            f"{'is an input' if len(unused) == 1 else 'are inputs'} of the count programs ({COUNT_PROGRAMS})")
+            f"{'is an input' if len(unused) == 1 else 'are inputs'} of the count programs (dfa and its baselines)")
 
 
 def _missing_scope(inputs: dict[str, str]) -> str:
