@@ -8,6 +8,11 @@ Each run folder under ``--runs`` (default ``bench/results/suite``) holds a ``res
 with the format's default metrics (plus MRecall@5 for programs that retrieved), so tables made with older
 metric definitions can be compared with today's. The code that produced the answers is named per run:
 the row stamps when present, else the commit its ``params.json`` recorded when the folder was claimed.
+
+Each row also gets its difference to the reference run on the dataset's primary metric (ASQA's corpus ``dr``,
+AmbigNQ's ``ambigqa-f1``) with a 95% paired-bootstrap interval (``disambig.evaluation.paired``): the reference is
+the uncompiled ``vanilla-rag`` run of the table with the row's dataset and LM (and the row's retriever when the
+table holds several), compared on the question ids both runs hold.
 """
 
 from __future__ import annotations
@@ -21,11 +26,19 @@ COSTS = {"lm_calls_per_q": "LM calls/q", "tokens_per_q": "tokens/q", "latency_p5
          "latency_p95_s": "p95 s", "latency_p99_s": "p99 s"}
 EXTRA = {"asqa": ["adf-rouge-l", "answer-f1"], "ambignq": ["answer-f1"]}
 RETRIEVAL_EXTRA = {"asqa": ["ndcg@5", "recall@5", "adf-ndcg@5", "adf-recall@5"]}  # against the evidence passages
+PRIMARY = {"asqa": "dr", "ambignq": "ambigqa-f1"}
+REFERENCE = "vanilla-rag"
+DELTA_NOTE = ("Δ: the row's primary metric minus the reference run's, on the question ids both runs hold (\"on N\" "
+              "when fewer than the row's; a failed question counts as its empty answer), with its 95% paired-bootstrap "
+              "interval (questions resampled together; scipy, percentile, 9,999 resamples, fixed seed); \"tie\" when "
+              "the interval spans 0.")
 
 
 def rescore(run: Path, first: int | None = None) -> dict:
-    """``{program, dataset, questions, failures, code, metrics, cost}`` for one run folder; with ``first``, only
-    its answers to the first ``first`` questions of the run's split (to compare runs of different lengths)."""
+    """``{program, dataset, questions, failures, code, metrics, cost, params, primary, per_question}`` for one run
+    folder (``per_question``: each question's scores by id; ``primary``: the dataset's primary metric, or None);
+    with ``first``, only its answers to the first ``first`` questions of the run's split (to compare runs of
+    different lengths)."""
     from disambig.cli.score_cmd import build_metrics, flatten_result, load_questions
     from disambig.evaluation.scoring import score_predictions
 
@@ -46,7 +59,9 @@ def rescore(run: Path, first: int | None = None) -> dict:
     return {"program": label, "lm": params.get("lm_model") or params.get("lm", ""), "grades": grade_counts(grades),
             "readings_per_q": sum(readings) / len(readings) if readings else 0.0, "dataset": params["dataset"],
             "cost": cost, "questions": result.questions,
-            "failures": sum(r.get("error") is not None for r in raw), "code": code, "metrics": result.metrics}
+            "failures": sum(r.get("error") is not None for r in raw), "code": code, "metrics": result.metrics,
+            "params": params, "primary": PRIMARY.get(kind),
+            "per_question": {q["id"]: q["scores"] for q in result.per_question}}
 
 
 def raw_rows(run: Path, keep: set[str] | None = None) -> list[dict]:
@@ -96,13 +111,54 @@ def grade_counts(grades: list[str | None]) -> str:
     return "/".join(str(grades.count(g)) for g in ("Useful", "PartialUseful", "Useless"))
 
 
+def reference_of(row: dict, rows: list[dict]) -> dict | None:
+    """The uncompiled ``vanilla-rag`` run among ``rows`` with ``row``'s dataset and LM spec; where there are several,
+    the one with ``row``'s retriever; None when there is none (or no single one)."""
+    params = row.get("params") or {}
+
+    def same(other: dict, key: str) -> bool:
+        return (other.get("params") or {}).get(key) == params.get(key)
+
+    found = [r for r in rows if (r.get("params") or {}).get("program") == REFERENCE
+             and not r["params"].get("artifact") and same(r, "dataset") and same(r, "lm")]
+    if len(found) > 1:
+        found = [r for r in found if same(r, "retriever")]
+    return found[0] if len(found) == 1 else None
+
+
+def difference_cell(scores: dict[str, dict[str, float]], reference: dict[str, dict[str, float]] | None,
+                    metric: str | None, higher_is_better: bool = True, digits: int = 3, scale: float = 1.0) -> str:
+    """The Δ column's cell: "reference" for the reference's own scores, "–" without a reference or metric, else the
+    paired-bootstrap difference on the shared questions (``scores``: each question's scores by question id)."""
+    from disambig.evaluation.paired import format_difference, paired_difference, paired_scores, statistic_for
+
+    if reference is None or metric is None:
+        return "–"
+    if reference is scores:
+        return "reference"
+    names, statistic = statistic_for(metric, {name for s in scores.values() for name in s})
+    result = paired_difference(*paired_scores(scores, reference, names), statistic, higher_is_better=higher_is_better)
+    cell = format_difference(result, digits, scale)
+    return cell if result.n == len(scores) else f"{cell} on {result.n}"
+
+
+def delta_head(metrics: list[str], reference: str = REFERENCE) -> str:
+    """The Δ column's header, naming the primary metric(s) and the reference."""
+    return f"Δ {' / '.join(dict.fromkeys(metrics)) or 'primary'} vs {reference} [95% CI]"
+
+
 def table(rows: list[dict]) -> str:
     names = list(dict.fromkeys(name for r in rows for name in r["metrics"]))
-    head = ["program", "LM", "n", "fail", *names, "readings/q", "grades U/P/L", *COSTS.values(), "answers made by"]
+    delta = delta_head([r["primary"] for r in rows if r.get("primary")])
+    head = ["program", "LM", "n", "fail", *names, delta, "readings/q", "grades U/P/L", *COSTS.values(),
+            "answers made by"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         cells = [r["program"], r["lm"], str(r["questions"]), str(r["failures"])]
         cells += [f"{r['metrics'][n]:.3f}" if n in r["metrics"] else "–" for n in names]
+        reference = reference_of(r, rows)
+        cells += [difference_cell(r.get("per_question", {}), reference and reference.get("per_question"),
+                                  r.get("primary"))]
         cells += [f"{r.get('readings_per_q', 0.0):.1f}", r.get("grades", "–")]
         cells += [f"{r['cost'][c]:.1f}" if c in r.get("cost", {}) else "–" for c in COSTS]
         lines.append("| " + " | ".join([*cells, f"`{r['code']}`"]) + " |")
@@ -118,7 +174,10 @@ def markers(name: str, script: str = "bench/rescore.py") -> tuple[str, str]:
 
 def section(runs: str, by_dataset: dict[str, list[dict]], name: str = "suite") -> str:
     begin, end = markers(name)
-    parts = [begin, f"Generated by `python bench/rescore.py --runs {runs}` from the stored answers (no LM call).", ""]
+    parts = [begin, f"Generated by `python bench/rescore.py --runs {runs}` from the stored answers (no LM call). "
+             f"{DELTA_NOTE} Reference: the uncompiled `{REFERENCE}` run with the row's dataset and LM (and its "
+             "retriever where the table holds several); primary metric: ASQA's corpus `dr` (the bootstrap "
+             "recomputes it from each resample's mean D-F1 and ROUGE-L), AmbigNQ's `ambigqa-f1`.", ""]
     for dataset, rows in by_dataset.items():
         parts += [f"### {dataset}, re-scored", "", table(rows), ""]
     return "\n".join([*parts, end])

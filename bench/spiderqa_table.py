@@ -9,7 +9,10 @@ SpiderQA folder (``disambig data spiderqa``). Its stored predictions are scored 
 ``params.json`` names: NACE mean and median, ACE mean and chunk recall (macro), then the cost per question (LM calls,
 tokens, p50 seconds) and, for DFA, its LM calls by stage, judge batches and the cross-batch candidate pairs (CP),
 averaged over its answered questions. Runs are compared
-only on the questions they all answered (the table says how many).
+only on the questions they all answered (the table says how many). Each row also gets its difference in NACE mean
+to the ``--reference`` run (default ``naive-rag-count-k5``: VanillaRAG does not count, Naive RAG at k = 5 is the
+paper's retrieval baseline) with a 95% paired-bootstrap interval (``disambig.evaluation.paired``); NACE is an error,
+so a negative difference is "better".
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import statistics
 from pathlib import Path
 from types import SimpleNamespace
 
-from rescore import answers_code, markers, raw_rows, replace_section, row_costs
+from rescore import DELTA_NOTE, answers_code, delta_head, difference_cell, markers, raw_rows, replace_section, row_costs
 
 PAPER_TABLE5 = (("LLM-only", 5.494, 0.600, 45.940, 0.0), ("Naive RAG (k = 5)", 0.666, 0.800, 9.895, 0.181),
                 ("Naive RAG (k = 10, Table 7)", 0.670, 0.800, None, 0.364),
@@ -31,6 +34,7 @@ PAPER_TABLE5 = (("LLM-only", 5.494, 0.600, 45.940, 0.0), ("Naive RAG (k = 5)", 0
 (None: not reported), chunk recall."""
 
 STAGES = ("disambig", "filter_plan", "filter_eval", "judge", "dedup")
+REFERENCE = "naive-rag-count-k5"
 
 
 def scored(run: Path) -> dict:
@@ -57,15 +61,20 @@ def scored(run: Path) -> dict:
     return {"name": run.name, "params": params, "questions": per_question, "code": answers_code(params, raw)}
 
 
-def summary(run: dict, ids: list[str]) -> dict:
+def summary(run: dict, ids: list[str], reference: dict | None = None) -> dict:
+    """The table's row of one scored run on the questions ``ids``; ``delta`` is its difference in NACE mean to the
+    ``reference`` run on them ("reference" for that run itself, "–" without one)."""
     rows = [run["questions"][i] for i in ids]
+    scores = nace_scores(run, ids)
+    against = scores if reference is run else None if reference is None else nace_scores(reference, ids)
     cost = row_costs([r["row"] for r in rows])
     out = {"name": run["name"], "n": len(rows), "failures": sum(r["failed"] for r in rows),
            "nace_mean": statistics.fmean(r["nace"] for r in rows),
            "nace_median": statistics.median(r["nace"] for r in rows),
            "ace_mean": statistics.fmean(r["ace"] for r in rows), "recall": statistics.fmean(r["recall"] for r in rows),
            "exact": sum(r["ace"] == 0 for r in rows), "lm_calls": cost["lm_calls_per_q"],
-           "tokens": cost["tokens_per_q"], "p50": cost["latency_p50_s"], "code": run["code"]}
+           "tokens": cost["tokens_per_q"], "p50": cost["latency_p50_s"], "code": run["code"],
+           "delta": difference_cell(scores, against, "nace", higher_is_better=False)}
     staged = [r for r in rows if r["stages"] is not None]  # DFA's answered questions (a failure has no stages)
     if staged:
         out["stages"] = {s: statistics.fmean(r["stages"][s] for r in staged) for s in STAGES}
@@ -74,13 +83,27 @@ def summary(run: dict, ids: list[str]) -> dict:
     return out
 
 
-def main_table(rows: list[dict]) -> str:
-    head = ("| program | n | fail | NACE mean | NACE median | ACE mean | exact | chunk recall | LM calls/q | tokens/q "
-            "| p50 s | code |")
-    lines = [head, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+def nace_scores(run: dict, ids: list[str]) -> dict[str, dict[str, float]]:
+    """A scored run's NACE on the questions ``ids``, as ``{id: {"nace": value}}``."""
+    return {i: {"nace": run["questions"][i]["nace"]} for i in ids}
+
+
+def reference_note(reference: str, found: bool) -> str:
+    """What the Δ column is measured against, for the section's note."""
+    if not found:
+        return f"Reference: `{reference}` is not among these runs, so no row has a Δ."
+    why = " (Naive RAG at k = 5, the paper's retrieval baseline: VanillaRAG does not count)"
+    why = why if reference == REFERENCE else ""
+    return f"Reference: `{reference}`{why}; NACE is an error, so a negative Δ is \"better\"."
+
+
+def main_table(rows: list[dict], reference: str = REFERENCE) -> str:
+    head = (f"| program | n | fail | NACE mean | NACE median | ACE mean | exact | chunk recall | "
+            f"{delta_head(['NACE mean'], reference)} | LM calls/q | tokens/q | p50 s | code |")
+    lines = [head, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- |"]
     for r in rows:
         lines.append(f"| `{r['name']}` | {r['n']} | {r['failures']} | {r['nace_mean']:.3f} | {r['nace_median']:.3f} | "
-                     f"{r['ace_mean']:.3f} | {r['exact']} | {r['recall']:.3f} | {r['lm_calls']:.1f} | "
+                     f"{r['ace_mean']:.3f} | {r['exact']} | {r['recall']:.3f} | {r['delta']} | {r['lm_calls']:.1f} | "
                      f"{r['tokens']:,.0f} | {r['p50']:.1f} | `{r['code']}` |")
     return "\n".join(lines)
 
@@ -104,17 +127,20 @@ def paper_table() -> str:
     return "\n".join(lines)
 
 
-def section(label: str, runs: list[dict], name: str, paper: bool = True) -> str:
+def section(label: str, runs: list[dict], name: str, paper: bool = True, reference: str = REFERENCE) -> str:
     common = sorted(set.intersection(*(set(r["questions"]) for r in runs)))
     if not common:
         raise SystemExit(f"the runs {', '.join(r['name'] for r in runs)} share no answered question")
-    rows = [summary(r, common) for r in runs]
+    against = next((r for r in runs if r["name"] == reference), None)
+    rows = [summary(r, common, against) for r in runs]
     begin, end = markers(name, "bench/spiderqa_table.py")
     datasets = sorted({r["params"]["dataset"] for r in runs})
     lms = sorted({str(r["params"].get("lm_model") or r["params"].get("lm")) for r in runs})
     parts = [begin, f"Generated by `python bench/spiderqa_table.py --runs {label}` from the stored answers (no LM "
              f"call): {len(common)} questions every run answered; LM {', '.join(lms)}; dataset "
-             f"{', '.join(Path(d).name for d in datasets)}.", "", main_table(rows), ""]
+             f"{', '.join(Path(d).name for d in datasets)}. {DELTA_NOTE} "
+             + reference_note(reference, against is not None),
+             "", main_table(rows, reference), ""]
     if any("stages" in r for r in rows):
         parts += ["LM calls per question by DFA stage, judge batches and cross-batch candidate pairs (CP):", "",
                   stage_table(rows), ""]
@@ -130,6 +156,7 @@ def main() -> None:
     parser.add_argument("--results", type=Path, help="write the section into this Markdown file")
     parser.add_argument("--section", default="spiderqa-table5", help="name of the generated section")
     parser.add_argument("--no-paper", action="store_true", help="leave out the paper's figures")
+    parser.add_argument("--reference", default=REFERENCE, help="run folder name every row's Δ NACE is measured against")
     args = parser.parse_args()
     folders = [p for root in args.runs for p in sorted(root.iterdir()) if (p / "results.jsonl").is_file()]
     if args.only:
@@ -140,8 +167,10 @@ def main() -> None:
         folders = [by_name[n] for n in args.only]
     if not folders:
         raise SystemExit(f"no run folders with results.jsonl under {', '.join(map(str, args.runs))}")
-    text = section(" ".join(map(str, args.runs)) + (f" --only {' '.join(args.only)}" if args.only else ""),
-                   [scored(p) for p in folders], args.section, paper=not args.no_paper)
+    label = " ".join(map(str, args.runs)) + (f" --only {' '.join(args.only)}" if args.only else "") + (
+        f" --reference {args.reference}" if args.reference != REFERENCE else "")
+    text = section(label, [scored(p) for p in folders], args.section, paper=not args.no_paper,
+                   reference=args.reference)
     if args.results:
         replace_section(args.results, text, *markers(args.section, "bench/spiderqa_table.py"))
     print(text)
