@@ -92,6 +92,11 @@ PROGRAMS: dict[str, ProgramInfo] = {
         "AMD's query expansion as a program over its retriever (amd-sparse, amd-dense, amd-rrf, q2d-..., genqr-...): "
         "ranked passages to compile its prompts against nDCG@10 / recall@K on a BEIR folder", True, "amd-sparse",
     ),
+    "route": ProgramInfo(
+        "disambig.programs.route:Route",
+        "a learned per-question policy: one look at the first-stage retrieval, then answer with one of its candidate "
+        "programs, ask a clarifying question, or abstain (`disambig compile route`)", True,
+    ),
 }
 
 

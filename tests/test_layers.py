@@ -38,7 +38,7 @@ def layer_of(module: str) -> str | None:
 
 def upward_imports(folder: str) -> list[str]:
     wrong = []
-    for path in sorted((ROOT / folder).glob("*.py")):
+    for path in sorted((ROOT / folder).rglob("*.py")):
         for module in imported_modules(path):
             target = layer_of(module)
             if target is not None and (target == "cli" or RANK[target] > RANK[folder]):

@@ -19,6 +19,7 @@ from disambig.cli import (
     lm_cmd,
     programs_cmd,
     retrieval_eval_cmd,
+    route_cmd,
     score_cmd,
     search_cmd,
     serve_cmd,
@@ -38,6 +39,7 @@ app.command("serve")(serve_cmd.serve)
 app.command("batch")(batch_cmd.batch)
 app.add_typer(index_cmd.app, name="index")
 app.add_typer(data_cmd.app, name="data")
+app.add_typer(route_cmd.app, name="route")
 app.command("search")(search_cmd.search)
 app.command("eval-retrieval")(retrieval_eval_cmd.eval_retrieval)
 

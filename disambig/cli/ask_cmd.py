@@ -103,7 +103,10 @@ def _ask_the_user(module: object, name: str, console: Console) -> None:
 
     if not hasattr(module, "ask_user"):
         raise ConfigurationError(f"program {name!r} asks no clarification questions; --interactive is for the "
-                                 "programs that do (dfa)")
+                                 "programs that do (dfa, route with clarify allowed)")
+    if "clarify" not in getattr(module, "allow", ["clarify"]):
+        raise ConfigurationError(f"this {name} may not clarify (its allowed actions: "
+                                 f"{', '.join(module.allow) or 'answering only'}); --interactive needs clarify")
     if getattr(module, "disambiguation", "guided") != "guided":
         raise ConfigurationError(f"--interactive needs the classify-then-clarify step; this {name} was built with "
                                  f"disambiguation={module.disambiguation!r}, which asks nothing")
@@ -145,12 +148,29 @@ def _show(console: Console, question: str, prediction: object) -> None:
 
         console.print(f"[bold]Counted as:[/bold] {escape(notes['rewritten_question'])}"
                       + "".join(f"\n  assumption: {escape(a)}" for a in notes.get("assumptions") or []))
+    if "route" in notes:
+        _show_route(console, notes["route"], prediction)
     console.print(f"[bold]Q:[/bold] {question}")
     console.print(f"[bold]A:[/bold] {prediction.long_answer}")
     console.print(
         f"LM calls {trace['lm_calls']} · tokens in {trace['input_tokens']} / out {trace['output_tokens']} · "
         f"retrieval calls {trace['retrieval_calls']} · {trace['seconds']:.2f} s"
     )
+
+
+def _show_route(console: Console, decision: dict, prediction: object) -> None:
+    """The router's choice with its probability and P(ambiguous); a clarifying question or an abstention."""
+    from rich.markup import escape
+
+    probs = decision.get("probabilities") or {}
+    p_amb = decision.get("p_ambiguous")
+    chosen = decision["action"]
+    console.print(f"[bold]Route:[/bold] {chosen} (p {probs.get(chosen, 1.0):.2f}"
+                  + (f" · P(ambiguous) {p_amb:.2f}" if p_amb is not None else "") + ")")
+    if getattr(prediction, "clarify_question", ""):
+        console.print(f"[bold]Clarify:[/bold] {escape(prediction.clarify_question)}")
+    if getattr(prediction, "abstain_reason", ""):
+        console.print(f"[bold]Abstained:[/bold] {escape(prediction.abstain_reason)}")
 
 
 def _show_adf(console: Console, notes: dict, titles: dict[str, str]) -> None:

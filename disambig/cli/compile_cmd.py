@@ -29,7 +29,10 @@ def compile_(
                                            "its manifest names, else wiki-slice)."),
     name: str = typer.Option("", "--name", help="Artifact name (default: the optimizer's name)."),
     demos: int = typer.Option(2, "--demos", min=0, help="Few-shot demos per predictor."),
-    candidates: int = typer.Option(3, "--candidates", min=1, help="Candidate programs/instructions."),
+    candidates: str = typer.Option("3", "--candidates",
+                                   help="Candidate programs/instructions the optimizer tries (a number); for `compile "
+                                        "route`, the programs it routes between, comma-separated (the first is the "
+                                        "default), e.g. vanilla-rag,adf."),
     trials: int = typer.Option(4, "--trials", min=1, help="MIPROv2 trials / SIMBA steps."),
     metric_calls: int = typer.Option(40, "--metric-calls", min=1, help="GEPA budget of metric calls."),
     batch: int = typer.Option(8, "--batch", min=1, help="Minibatch size (MIPROv2, SIMBA)."),
@@ -45,16 +48,31 @@ def compile_(
     register: bool = typer.Option(True, "--register/--no-register", help="Register the pyfunc model in MLflow."),
     cache: bool | None = options.CACHE,
     option: list[str] = options.PROGRAM_OPTION,
+    cost_weight: float = typer.Option(0.0, "--cost-weight", min=0.0,
+                                      help="route: metric points one LM call is worth giving up (lambda)."),
+    allow: str = typer.Option("", "--allow", help="route: optional actions besides answering (abstain)."),
+    runs: Path = typer.Option(Path("runs/route"), "--runs",
+                              help="route: folder of the candidates' answer runs (DATASET-SPLIT/PROGRAM), resumed "
+                                   "and reused."),
+    detector_train: int | None = typer.Option(None, "--detector-train", min=10,
+                                              help="route: AmbigNQ train questions the ambiguity detector learns "
+                                                   "from (default: all)."),
 ) -> None:
     """Score PROGRAM on held-out questions, compile it on the train split, score again, save JSON + manifest."""
     from disambig.optimizers.recipes import Budget
     from disambig.optimizers.session import run_compile
 
+    if program == "route":
+        from disambig.cli.route_cmd import compile_route
+
+        compile_route(dataset, metric, candidates, train, val, cost_weight, allow, runs, detector_train, name, out,
+                      lm, threads, track, register, option)
+        return
     program_options = options.parse_program_options(option, program)
     options.export_lm_roles(verifier_lm, decoding)
     settings = load_settings(lm=lm, threads=threads, lm_cache=cache)
-    budget = Budget(demos=demos, candidates=candidates, trials=trials, metric_calls=metric_calls, batch=batch,
-                    threads=settings.threads)
+    budget = Budget(demos=demos, candidates=count_option(candidates), trials=trials, metric_calls=metric_calls,
+                    batch=batch, threads=settings.threads)
     result, tracked = run_compile(settings, program, dataset, metric, optimizer, budget, train, val, retriever,
                                   corpus, name, out, track, register, reflection_lm, tune_knobs,
                                   program_options)
@@ -67,3 +85,11 @@ def compile_(
     console.print(f"saved {result.state_path} (+ manifest.json)")
     for key, value in tracked.items():
         console.print(f"MLflow {key}: {value}")
+
+
+def count_option(value: str) -> int:
+    """``--candidates`` as the optimizer's count; a program list is for ``compile route`` only."""
+    if not value.strip().isdigit() or int(value) < 1:
+        raise typer.BadParameter(f"--candidates {value!r}: give a number of at least 1 (a list of programs is for "
+                                 "`disambig compile route`)")
+    return int(value)

@@ -1,0 +1,110 @@
+"""``disambig compile route`` and ``disambig route predict``: learn the per-question policy, and show what it would
+do on a question file without running any answering program."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from disambig.cli.errors import user_errors
+from disambig.settings import load_settings
+
+app = typer.Typer(no_args_is_help=True, help="The router: what it would do, question by question.")
+
+
+def compile_route(dataset: str, metric: str, candidates: str, train: int, val: int, cost_weight: float, allow: str,
+                  runs: Path, detector_train: int | None, name: str, out: Path, lm: str | None, threads: int | None,
+                  track: bool, register: bool, option: list[str]) -> None:
+    """Run ``compile route`` (called by ``disambig compile`` for PROGRAM ``route``)."""
+    from rich.progress import Progress
+
+    from disambig.optimizers.route_compile import RouteJob, run_route_compile
+
+    job = RouteJob(dataset=dataset, candidates=tuple(split_list(candidates, "--candidates")), metric=metric,
+                   n_train=train, n_val=val, cost_weight=cost_weight, allow=tuple(split_list(allow, "--allow", True)),
+                   runs=runs, name=name or "policy", detector_train=detector_train,
+                   candidate_options=candidate_options(option))
+    settings = load_settings(lm=lm, threads=threads)
+    console = Console(stderr=True)
+    with Progress(console=console) as bar:
+        tasks: dict[str, Any] = {}
+
+        def progress(label: str, done: int, total: int) -> None:
+            if label not in tasks:
+                tasks[label] = bar.add_task(label, total=total)
+            bar.update(tasks[label], completed=done)
+
+        result, tracked = run_route_compile(settings, job, out, progress, track, register)
+    held = result.manifest["scores"]["heldout"]
+    out_console = Console()
+    out_console.print(f"{metric} on {held['questions']} held-out questions (composed from the candidates' stored "
+                      f"answers): best single {held['best_single']['program']} {result.before:.4f} → route "
+                      f"{result.after:.4f} (oracle {held['oracle']['score']:.4f})")
+    out_console.print(f"LM calls per question: route {held['route']['lm_calls_per_q']:.2f}; "
+                      + ", ".join(f"{c} {s['lm_calls_per_q']:.2f}" for c, s in held["singles"].items()))
+    out_console.print(f"actions: {held['actions']}")
+    out_console.print(f"saved {result.state_path} (+ manifest.json)")
+    for key, value in tracked.items():
+        out_console.print(f"MLflow {key}: {value}")
+
+
+@app.command("predict")
+@user_errors
+def predict(
+    artifact: str = typer.Option(..., "--artifact", help="A compiled route: state JSON path or models:/..."),
+    dataset: str = typer.Option("asqa", "--dataset", "-d", help="asqa, ambignq, or a JSONL file in their format."),
+    split: str | None = typer.Option(None, "--split", help="train, dev, test or all (default: dev of a named set, "
+                                     "all of a file)."),
+    limit: int | None = typer.Option(None, "--limit", "-n", min=1, help="First N questions of the split."),
+    out: Path = typer.Option(..., "--out", help="JSONL file: one decision per question."),
+) -> None:
+    """The policy's decision per question (action, program, P(ambiguous), action probabilities), no LM call."""
+    from disambig.data import load_dataset
+    from disambig.optimizers.loading import load
+    from disambig.run_setup import default_split
+
+    if out.suffix != ".jsonl":
+        raise ValueError(f"--out {str(out)!r} must end with .jsonl")
+    examples = load_dataset(dataset, split=split or default_split(dataset), limit=limit)
+    route = load(artifact, settings=load_settings())
+    if not hasattr(route, "decide"):
+        raise ValueError(f"artifact {artifact!r} is not a compiled route")
+    rows = []
+    for ex in examples:
+        d = route.decide(ex.question).to_dict()
+        rows.append({"id": str(ex.id), "question": ex.question, **{k: d[k] for k in ("action", "program",
+                                                                                          "p_ambiguous",
+                                                                                          "probabilities")}})
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".jsonl.tmp")
+    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    tmp.replace(out)
+    mix = {a: sum(r["action"] == a for r in rows) for a in sorted({r["action"] for r in rows})}
+    Console().print(f"{len(rows)} decisions → {out} · actions {mix}")
+
+
+def split_list(value: str, flag: str, empty_ok: bool = False) -> list[str]:
+    """A comma-separated flag value as its items (blank items dropped)."""
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    if not items and not empty_ok:
+        raise ValueError(f"{flag} is empty; give comma-separated program names, e.g. {flag} vanilla-rag,adf")
+    return items
+
+
+def candidate_options(items: list[str]) -> dict[str, dict[str, Any]]:
+    """``--option PROGRAM.KEY=VALUE`` items as per-candidate constructor arguments."""
+    out: dict[str, dict[str, Any]] = {}
+    for item in items:
+        target, sep, value = item.partition("=")
+        program, dot, key = target.strip().partition(".")
+        if not sep or not dot or not program or not key:
+            raise ValueError(f"--option {item!r}: compile route takes PROGRAM.KEY=VALUE, e.g. --option adf.style=asqa")
+        try:
+            out.setdefault(program, {})[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out.setdefault(program, {})[key] = value
+    return out
