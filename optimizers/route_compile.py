@@ -104,14 +104,15 @@ def answer_missing(settings: Settings, job: RouteJob, program: str, options: dic
     from disambig.data.loaders import dataset_format
     from disambig.evaluation.session import EvalConfig, run_eval
     from disambig.metrics import default_metrics, get_metric
-    from disambig.programs import build_program
+    from disambig.programs import PROGRAMS, build_program
 
-    names = [*default_metrics(dataset_format(job.dataset)), "mrecall@5"]  # as `disambig eval` scores a retriever
+    retrieves = PROGRAMS[program].needs_retriever  # scored and recorded as `disambig eval` does for this program
+    names = [*default_metrics(dataset_format(job.dataset)), *(["mrecall@5"] if retrieves else [])]
     config = EvalConfig(program=program, dataset=job.dataset, split=split, limit=len(examples), lm=settings.lm,
-                        retriever=f"hybrid:{corpus}", metrics=tuple(names), options=options)
+                        retriever=f"hybrid:{corpus}" if retrieves else "", metrics=tuple(names), options=options)
     logger.info("answering %s on %s/%s into %s", program, job.dataset, split, folder)
-    run_eval(config, build_program(program, retriever, **options), examples, {n: get_metric(n) for n in names},
-             folder, track=False, allow_mixed_code=reusable(folder))
+    program_ = build_program(program, retriever if retrieves else None, **options)
+    run_eval(config, program_, examples, {n: get_metric(n) for n in names}, folder, track=False, allow_mixed_code=reusable(folder))
 
 
 def train_detector(retriever: Any, limit: int | None, progress: Progress | None) -> Any:

@@ -1,0 +1,67 @@
+"""How well the router's ambiguity detector tells ambiguous questions from clear ones (no LM call).
+
+    python bench/route_detector.py --out bench/results/route/detector.json
+
+Fits on AmbigNQ's train split (label: more than one annotated interpretation) and reports ROC AUC on its dev split
+for the detector (question embedding + retrieval features), the embedding alone, the retrieval features alone, and
+ADF's gate statistics used directly as scores (separation, variance), each with C chosen by cross-validation on
+train only. ``--limit`` caps the questions of each split.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("bench/results/route/detector.json"))
+    parser.add_argument("--limit", type=int, default=None)
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from sklearn.metrics import roc_auc_score
+
+    from disambig.data import load_dataset
+    from disambig.evaluation.code_version import code_stamp
+    from disambig.optimizers.route_data import matrix, observe_all
+    from disambig.optimizers.route_fit import fit_detector
+    from disambig.programs.adf_gate import is_ambiguous
+    from disambig.programs.route.features import FEATURES, embedding_names
+    from disambig.retrieval import build_retriever
+    from disambig.settings import load_settings
+
+    retriever = build_retriever("hybrid", corpus="wiki-slice", settings=load_settings())
+    data = {s: load_dataset("ambignq", split=s, limit=args.limit) for s in ("train", "dev")}
+    start = time.perf_counter()
+    obs = {s: observe_all([ex.question for ex in exs], retriever) for s, exs in data.items()}
+    seconds = time.perf_counter() - start
+    y = {s: [is_ambiguous(ex) for ex in exs] for s, exs in data.items()}
+    emb = embedding_names(len(obs["train"][0].embedding))
+    sets = {"detector (embedding + retrieval features)": [*emb, *FEATURES], "embedding only": emb,
+            "retrieval features only": list(FEATURES)}
+    rows = {}
+    for label, names in sets.items():
+        fitted = fit_detector(matrix(obs["train"], names), y["train"], names)
+        p = fitted.model.predict_proba(matrix(obs["dev"], names))[:, 1]
+        rows[label] = {"dev_auc": round(float(roc_auc_score(y["dev"], p)), 4), "C": fitted.C,
+                       "train_cv_auc": round(fitted.cv_scores[fitted.C], 4)}
+    for feature in ("passage_separation", "passage_variance"):
+        score = matrix(obs["dev"], [feature])[:, 0]
+        rows[f"ADF gate statistic alone: {feature.split('_')[1]}"] = {
+            "dev_auc": round(float(roc_auc_score(y["dev"], score)), 4)}
+    report = {"train": len(y["train"]), "dev": len(y["dev"]), "ambiguous_share_dev": round(sum(y["dev"]) /
+                                                                                             len(y["dev"]), 4),
+              "feature_seconds_per_question": round(seconds / sum(len(v) for v in obs.values()), 4),
+              "rows": rows, "code": code_stamp()}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    json.dump(report, sys.stdout, indent=2)
+
+
+if __name__ == "__main__":
+    main()
