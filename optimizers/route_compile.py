@@ -112,7 +112,8 @@ def answer_missing(settings: Settings, job: RouteJob, program: str, options: dic
                         retriever=f"hybrid:{corpus}" if retrieves else "", metrics=tuple(names), options=options)
     logger.info("answering %s on %s/%s into %s", program, job.dataset, split, folder)
     program_ = build_program(program, retriever if retrieves else None, **options)
-    run_eval(config, program_, examples, {n: get_metric(n) for n in names}, folder, track=False, allow_mixed_code=reusable(folder))
+    run_eval(config, program_, examples, {n: get_metric(n) for n in names}, folder, track=False,
+             allow_mixed_code=reusable(folder))
 
 
 def train_detector(retriever: Any, limit: int | None, progress: Progress | None) -> Any:

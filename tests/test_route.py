@@ -193,3 +193,17 @@ def test_route_state_round_trips_without_pickle_and_refuses_missing_candidates(t
     smaller = build_program("route", FakeHybrid(), candidates=["closed-book"])
     with pytest.raises(ConfigurationError, match="answer:vanilla-rag, which this program cannot"):
         smaller.load(str(path))
+
+
+def test_the_served_model_returns_a_clarify_rows_question_and_options():
+    from disambig.optimizers.serving_model import _answer
+
+    configure()
+    route = build_program("route", FakeHybrid(), candidates=["closed-book"], allow=["clarify"])
+    route.policy_ = RoutePolicy("answer:closed-book", None,
+                                always("clarify", ["answer:closed-book", "clarify"], ["dense_gap"]))
+    row = _answer(route, {"question": QUESTION})
+    extra = json.loads(row["extra"])
+    assert row["error"] == "" and row["long_answer"] == ""
+    assert extra["action"] == "clarify" and extra["options"] == READINGS
+    assert extra["clarify_question"].startswith("Which do you mean?")

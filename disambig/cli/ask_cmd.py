@@ -169,6 +169,9 @@ def _show_route(console: Console, decision: dict, prediction: object) -> None:
                   + (f" · P(ambiguous) {p_amb:.2f}" if p_amb is not None else "") + ")")
     if getattr(prediction, "clarify_question", ""):
         console.print(f"[bold]Clarify:[/bold] {escape(prediction.clarify_question)}")
+    clarified = (prediction.trace.get("notes") or {}).get("clarified_as")
+    if clarified:
+        console.print(f"[bold]Answered as:[/bold] {escape(clarified)}")
     if getattr(prediction, "abstain_reason", ""):
         console.print(f"[bold]Abstained:[/bold] {escape(prediction.abstain_reason)}")
 
