@@ -157,8 +157,10 @@ def train_policy(job: RouteJob, retriever: Any, detector: Any, train: list[Any],
         note = {"policy": f"every train question's best action is {y[0]}; no policy fitted"}
         return RoutePolicy(y[0], detector.model, None), labels, note
     fitted = fit_policy(matrix(obs, names, p_amb), y, [utilities[i] for i in ids], names)
-    note = {"policy_C": fitted.C, "policy_cv_utility": fitted.cv_scores, "detector_C": detector.C,
-            "detector_cv_auc": detector.cv_scores}
+    note = {"policy_C": fitted.C, "policy_constant": fitted.constant, "policy_cv_utility": fitted.cv_utility,
+            "detector_C": detector.C, "detector_cv_auc": detector.cv_scores}
+    if fitted.model is None:
+        return RoutePolicy(fitted.constant, detector.model, None), labels, note
     return RoutePolicy(default, detector.model, fitted.model), labels, note
 
 

@@ -42,29 +42,46 @@ def fit_detector(X: np.ndarray, ambiguous: Sequence[bool], features: Sequence[st
     return Fitted(LinearModel.fit(X, y, features, best), best, scores)
 
 
+@dataclass(frozen=True)
+class PolicyFit:
+    """The chosen policy: a fitted model (``model``, ``C``), or one action for every question (``constant``) when
+    that cross-validates better; ``cv_utility`` holds each option's cross-validated mean utility."""
+
+    model: LinearModel | None
+    C: float | None
+    constant: str | None
+    cv_utility: dict[str, float]
+
+
 def fit_policy(X: np.ndarray, labels: Sequence[str], utilities: Sequence[Mapping[str, float]],
-               features: Sequence[str], grid: Sequence[float] = C_GRID) -> Fitted:
+               features: Sequence[str], grid: Sequence[float] = C_GRID) -> PolicyFit:
     """A logistic regression from ``X`` to each question's best action, each question weighted by what a wrong
     choice would cost it (best utility minus the mean of the others, plus a floor so ties still count a little).
 
-    C maximises the cross-validated mean utility of the chosen actions, not accuracy: choosing the second-best
-    action where the two are close costs little.
+    The options are the regression at each C of ``grid`` and always taking one action; the one with the highest
+    cross-validated mean utility of its chosen actions wins (not accuracy: choosing the second-best action where
+    the two are close costs little). With few questions a constant action often wins, and then no model is kept.
     """
     from sklearn.model_selection import KFold
 
     y = np.asarray(labels)
     weights = decision_weights(labels, utilities)
     folds = list(KFold(min(FOLDS, len(y)), shuffle=True, random_state=SEED).split(X))
-    scores = {}
+    scores: dict[str, float] = {}
     for C in grid:
         gained = []
         for train, test in folds:
             model = fit_or_constant(X[train], y[train], features, C, weights[train])
             chosen = choose(model, X[test], y[train])
             gained += [utilities[i][a] for i, a in zip(test, chosen, strict=True)]
-        scores[C] = float(np.mean(gained))
-    best = max(grid, key=lambda c: (scores[c], -c))
-    return Fitted(LinearModel.fit(X, y, features, best, weights), best, scores)
+        scores[f"C={C}"] = float(np.mean(gained))
+    for action in sorted(utilities[0]):
+        scores[f"always {action}"] = float(np.mean([u[action] for u in utilities]))
+    best = max(scores, key=lambda k: (scores[k], k.startswith("always")))  # a tie goes to the simpler policy
+    if best.startswith("always "):
+        return PolicyFit(None, None, best[len("always "):], scores)
+    C = float(best[2:])
+    return PolicyFit(LinearModel.fit(X, y, features, C, weights), C, None, scores)
 
 
 def decision_weights(labels: Sequence[str], utilities: Sequence[Mapping[str, float]], floor: float = 0.01

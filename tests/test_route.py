@@ -207,3 +207,20 @@ def test_the_served_model_returns_a_clarify_rows_question_and_options():
     assert row["error"] == "" and row["long_answer"] == ""
     assert extra["action"] == "clarify" and extra["options"] == READINGS
     assert extra["clarify_question"].startswith("Which do you mean?")
+
+
+def test_the_policy_fit_keeps_a_model_only_when_it_beats_every_constant_action():
+    from disambig.optimizers.route_fit import fit_policy
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 2))
+    # signal: b is worth 1 where the first feature is positive, a is worth 1 elsewhere
+    utilities = [{"a": float(x[0] <= 0), "b": float(x[0] > 0)} for x in X]
+    labels = [max(u, key=u.get) for u in utilities]
+    fit = fit_policy(X, labels, utilities, ["f1", "f2"])
+    assert fit.model is not None and fit.cv_utility[f"C={fit.C}"] > 0.85 > fit.cv_utility["always b"]
+    # no signal: a is always worth 0.5, b is worth 1 at random 40% of the time -> always a (0.5 > 0.4)
+    utilities = [{"a": 0.5, "b": float(v < 0.4)} for v in rng.random(40)]
+    labels = [max(u, key=u.get) for u in utilities]
+    fit = fit_policy(X, labels, utilities, ["f1", "f2"])
+    assert fit.model is None and fit.constant == "a"
