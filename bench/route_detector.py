@@ -22,6 +22,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("bench/results/route/detector.json"))
     parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--diva-run", type=Path, default=Path("bench/results/qwen/diva-ambignq"),
+                        help="A stored DIVA run on AmbigNQ dev: its typing step scored on the same label.")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from sklearn.metrics import roc_auc_score
@@ -54,6 +56,8 @@ def main() -> None:
         score = matrix(obs["dev"], [feature])[:, 0]
         rows[f"ADF gate statistic alone: {feature.split('_')[1]}"] = {
             "dev_auc": round(float(roc_auc_score(y["dev"], score)), 4)}
+    if args.diva_run and (args.diva_run / "results.jsonl").is_file():
+        rows.update(diva_typing(args.diva_run, {str(ex.id): ex for ex in data["dev"]}))
     report = {"train": len(y["train"]), "dev": len(y["dev"]), "ambiguous_share_dev": round(sum(y["dev"]) /
                                                                                              len(y["dev"]), 4),
               "feature_seconds_per_question": round(seconds / sum(len(v) for v in obs.values()), 4),
@@ -61,6 +65,25 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     json.dump(report, sys.stdout, indent=2)
+
+
+def diva_typing(run: Path, dev: dict) -> dict[str, dict]:
+    """ROC AUC of DIVA's typing step (typed ambiguous or N/A) and of its number of pseudo-interpretations, on the
+    dev questions a stored DIVA run answered."""
+    from sklearn.metrics import roc_auc_score
+
+    from disambig.data.jsonl import read_jsonl
+    from disambig.programs.adf_gate import is_ambiguous
+
+    rows = [row for _, row in read_jsonl(run / "results.jsonl") if str(row["id"]) in dev]
+    notes = [(row.get("trace") or {}).get("notes") or {} for row in rows]
+    y = [is_ambiguous(dev[str(row["id"])]) for row in rows]
+    typed = [float((n.get("types") or ["N/A"]) != ["N/A"]) for n in notes]
+    readings = [len(n.get("pseudo_interpretations") or []) for n in notes]
+    label = f"DIVA typing ({len(rows)} dev questions of {run.name}; {sum(typed):.0f} typed ambiguous)"
+    return {label: {"dev_auc": round(float(roc_auc_score(y, typed)), 4)},
+            "DIVA's number of pseudo-interpretations (same questions)": {
+                "dev_auc": round(float(roc_auc_score(y, readings)), 4)}}
 
 
 if __name__ == "__main__":
