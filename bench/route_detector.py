@@ -46,25 +46,39 @@ def main() -> None:
     emb = embedding_names(len(obs["train"][0].embedding))
     sets = {"detector (embedding + retrieval features)": [*emb, *FEATURES], "embedding only": emb,
             "retrieval features only": list(FEATURES)}
-    rows = {}
+    outside = outside_asqa(data["dev"])  # the slice holds ASQA's evidence, and every ASQA question is ambiguous
+    y_out = [y["dev"][i] for i in outside]
+    rows = {"in ASQA (the question's evidence is in the slice) as the score": {"dev_auc": round(float(
+        roc_auc_score(y["dev"], [float(i not in set(outside)) for i in range(len(y["dev"]))])), 4)}}
     for label, names in sets.items():
         fitted = fit_detector(matrix(obs["train"], names), y["train"], names)
         p = fitted.model.predict_proba(matrix(obs["dev"], names))[:, 1]
         rows[label] = {"dev_auc": round(float(roc_auc_score(y["dev"], p)), 4), "C": fitted.C,
-                       "train_cv_auc": round(fitted.cv_scores[fitted.C], 4)}
+                       "train_cv_auc": round(fitted.cv_scores[fitted.C], 4),
+                       "dev_auc_outside_asqa": round(float(roc_auc_score(y_out, p[outside])), 4)}
     for feature in ("passage_separation", "passage_variance"):
         score = matrix(obs["dev"], [feature])[:, 0]
         rows[f"ADF gate statistic alone: {feature.split('_')[1]}"] = {
             "dev_auc": round(float(roc_auc_score(y["dev"], score)), 4)}
     if args.diva_run and (args.diva_run / "results.jsonl").is_file():
         rows.update(diva_typing(args.diva_run, {str(ex.id): ex for ex in data["dev"]}))
-    report = {"train": len(y["train"]), "dev": len(y["dev"]), "ambiguous_share_dev": round(sum(y["dev"]) /
+    report = {"train": len(y["train"]), "dev": len(y["dev"]), "dev_outside_asqa": len(outside),
+              "ambiguous_outside_asqa": sum(y_out), "ambiguous_share_dev": round(sum(y["dev"]) /
                                                                                              len(y["dev"]), 4),
               "feature_seconds_per_question": round(seconds / sum(len(v) for v in obs.values()), 4),
               "rows": rows, "code": code_stamp()}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     json.dump(report, sys.stdout, indent=2)
+
+
+def outside_asqa(examples: list) -> list[int]:
+    """Positions of the questions that are not ASQA questions (whose evidence passages the slice holds)."""
+    from disambig.data import load_dataset
+    from disambig.data.text import normalize
+
+    asqa = {normalize(ex.question) for ex in load_dataset("asqa", split="all")}
+    return [i for i, ex in enumerate(examples) if normalize(ex.question) not in asqa]
 
 
 def diva_typing(run: Path, dev: dict) -> dict[str, dict]:
