@@ -22,10 +22,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("bench/results/route/detector.json"))
     parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--results", type=Path, help="Write the table into this file's generated section.")
+    parser.add_argument("--report-only", action="store_true", help="Table from --out's stored report, no search.")
     parser.add_argument("--diva-run", type=Path, default=Path("bench/results/qwen/diva-ambignq"),
                         help="A stored DIVA run on AmbigNQ dev: its typing step scored on the same label.")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    report = json.loads(args.out.read_text(encoding="utf-8")) if args.report_only else measure(args)
+    if args.results:
+        from route_table import write_section
+
+        write_section(args.results, "detector", markdown(report), "python bench/route_detector.py --report-only "
+                      f"--out {args.out} --results {args.results}", "bench/route_detector.py")
+
+
+def measure(args: argparse.Namespace) -> dict:
+    """Fit and score every detector variant; write the report to ``args.out`` and print it."""
     from sklearn.metrics import roc_auc_score
 
     from disambig.data import load_dataset
@@ -70,6 +82,22 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     json.dump(report, sys.stdout, indent=2)
+    return report
+
+
+def markdown(report: dict) -> str:
+    """The report as a table: each score's ROC AUC on AmbigNQ dev, all questions and those outside ASQA."""
+    lines = [f"| score | dev AUC ({report['dev']} q) | dev AUC outside ASQA ({report['dev_outside_asqa']} q, "
+             f"{report['ambiguous_outside_asqa']} ambiguous) | C (train CV AUC) |", "|---|---|---|---|"]
+    for label, row in report["rows"].items():
+        cv = f"{row['C']} ({row['train_cv_auc']:.3f})" if "C" in row else ""
+        outside = f"{row['dev_auc_outside_asqa']:.3f}" if "dev_auc_outside_asqa" in row else ""
+        lines.append(f"| {label} | {row['dev_auc']:.3f} | {outside} | {cv} |")
+    code = report["code"]
+    lines += ["", f"Fitted on {report['train']} AmbigNQ train questions; features cost "
+              f"{report['feature_seconds_per_question'] * 1000:.0f} ms a question (one BM25 and one dense search); "
+              f"code `{code['commit']}`{' (dirty)' if code.get('dirty') else ''}."]
+    return "\n".join(lines)
 
 
 def outside_asqa(examples: list) -> list[int]:
