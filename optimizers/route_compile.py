@@ -70,7 +70,10 @@ def run_route_compile(settings: Settings, job: RouteJob, out: Path, progress: Pr
     from disambig.optimizers.route_eval import compose_heldout
 
     held = compose_heldout(route, heldout, outcomes["dev"], job.metric, progress)
+    from disambig.optimizers.session import ids_hash
+
     manifest = build_manifest(job, settings, corpus, options, detector, fit_note, labels, held)
+    manifest["data"] = {"train": ids_hash(train), "heldout": ids_hash(heldout)}
     path = out / "route" / Path(job.dataset).stem / f"{job.name}.json"
     from disambig.optimizers.artifact import save_artifact
 

@@ -62,6 +62,7 @@ def test_compile_route_runs_the_candidates_then_saves_a_policy_that_predicts_and
             assert len(rows) == n
     assert manifest["knobs"]["candidates"] == ["closed-book", "vanilla-rag"]
     assert manifest["scores"]["train_size"] == 3 and manifest["scores"]["heldout_size"] == 2
+    assert manifest["data"]["train"] != manifest["data"]["heldout"]
     saved = json.loads(state.read_text())
     assert saved["route_policy"]["detector"]["features"][-1] == "names_year"
     calls = len(scripted.calls)
