@@ -69,10 +69,15 @@ def predict(
 
     if out.suffix != ".jsonl":
         raise ValueError(f"--out {str(out)!r} must end with .jsonl")
+    from disambig.optimizers.artifact import read_manifest
+    from disambig.optimizers.loading import resolve_state_path
+
+    compiled_for = read_manifest(resolve_state_path(artifact)).get("program")
+    if compiled_for != "route":
+        raise ValueError(f"artifact {artifact!r} is a compiled {compiled_for!r}, not a route; compile one with "
+                         "`disambig compile route --candidates a,b`")
     examples = load_dataset(dataset, split=split or default_split(dataset), limit=limit)
     route = load(artifact, settings=load_settings())
-    if not hasattr(route, "decide"):
-        raise ValueError(f"artifact {artifact!r} is not a compiled route")
     rows = []
     for ex in examples:
         d = route.decide(ex.question).to_dict()
