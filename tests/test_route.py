@@ -224,3 +224,17 @@ def test_the_policy_fit_keeps_a_model_only_when_it_beats_every_constant_action()
     labels = [max(u, key=u.get) for u in utilities]
     fit = fit_policy(X, labels, utilities, ["f1", "f2"])
     assert fit.model is None and fit.constant == "a"
+
+
+def test_composed_scores_by_hand():
+    from disambig.optimizers.route_eval import chosen_outcome, corpus_score, summary
+
+    a = Outcome({"d-f1": 0.5, "rouge-l": 0.2}, 2)
+    b = Outcome({"d-f1": 0.1, "rouge-l": 0.4}, 6)
+    # DR over (a, b): sqrt(mean d-f1 0.3 * mean rouge-l 0.3) = 0.3; an abstention scores 0 and costs no call
+    assert corpus_score("dr", [a, b]) == pytest.approx(0.3)
+    abstained = chosen_outcome("abstain", {"x": {"q": a}}, "q")
+    assert summary("dr", [a, abstained]) == {"score": pytest.approx(np.sqrt(0.25 * 0.1), abs=1e-6),
+                                              "lm_calls_per_q": 1.0}
+    assert chosen_outcome("answer:x", {"x": {"q": a}}, "q") is a
+    assert corpus_score("ambigqa-f1", [Outcome({"ambigqa-f1": 1.0}, 1), Outcome({}, 0)]) == 0.5
