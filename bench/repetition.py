@@ -1,0 +1,102 @@
+"""How often stored long answers loop, and what an n-gram stop guard would have made of them (no LM call).
+
+    python bench/repetition.py --runs bench/results/qwen [--ngram 6 --repeats 3] [--results docs/RESULTS.md]
+
+A long answer *loops* when some run of ``--ngram`` words occurs ``--repeats`` times. Under greedy decoding a guard
+that stops generation as soon as that happens produces exactly the prefix of the unguarded answer up to that point,
+so its effect can be computed from the stored answers: each looping answer is cut where the n-gram's second
+occurrence starts, then back to its last whole sentence, and re-scored with the dataset's metrics. (A guard that
+changes the sampling distribution, such as llama.cpp's repetition penalty, cannot be simulated this way and needs
+new runs.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+WORD = re.compile(r"\w+")
+SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+
+
+def loop_cut(text: str, ngram: int = 6, repeats: int = 3) -> int | None:
+    """The character offset where a looping answer's repeated n-gram recurs for the first time (its second
+    occurrence), or None when no n-gram reaches ``repeats`` occurrences."""
+    words = [(m.group(0).lower(), m.start()) for m in WORD.finditer(text)]
+    seen: dict[tuple[str, ...], list[int]] = {}
+    for i in range(len(words) - ngram + 1):
+        key = tuple(w for w, _ in words[i:i + ngram])
+        seen.setdefault(key, []).append(words[i][1])
+        if len(seen[key]) >= repeats:
+            return seen[key][1]
+    return None
+
+
+def last_sentence(text: str) -> str:
+    """``text`` up to its last sentence end; the whole text stripped when it has none."""
+    ends = [m.end() for m in SENTENCE_END.finditer(text)]
+    return text[:ends[-1]].strip() if ends else text.strip()
+
+
+def guarded(text: str, ngram: int, repeats: int) -> str:
+    """What the guard leaves of one answer."""
+    cut = loop_cut(text, ngram, repeats)
+    return text if cut is None else last_sentence(text[:cut])
+
+
+def run_row(run: Path, ngram: int, repeats: int) -> dict:
+    """One run's looping share and its metrics with and without the guard."""
+    from disambig.cli.score_cmd import build_metrics, flatten_result, load_questions
+    from disambig.data.jsonl import read_jsonl
+    from disambig.evaluation.scoring import score_predictions
+
+    params = json.loads((run / "params.json").read_text(encoding="utf-8"))
+    rows = [flatten_result(row) for _, row in read_jsonl(run / "results.jsonl")]
+    examples, kind = load_questions(params["dataset"])
+    metrics = build_metrics([], kind, None, None)
+    cut_rows = [{**r, "long_answer": guarded(r.get("long_answer") or "", ngram, repeats)} for r in rows]
+    loops = sum(loop_cut(r.get("long_answer") or "", ngram, repeats) is not None for r in rows)
+    before, after = (score_predictions(rs, examples, metrics).metrics for rs in (rows, cut_rows))
+    words = [len((r.get("long_answer") or "").split()) for r in rows]
+    cut_words = [len(r["long_answer"].split()) for r in cut_rows]
+    return {"run": run.name, "dataset": kind, "n": len(rows), "looping": loops, "words": sum(words) / len(rows),
+            "words_guarded": sum(cut_words) / len(rows), "before": before, "after": after}
+
+
+def markdown(rows: list[dict], ngram: int, repeats: int) -> str:
+    metric_names = {"asqa": ["rouge-l", "d-f1", "dr"], "ambignq": ["ambigqa-f1", "d-f1"]}
+    lines = [f"Loop: a run of {ngram} words occurring {repeats} times in the long answer.", "",
+             "| run | n | looping | words/answer (guarded) | metrics before → guarded |", "|---|---|---|---|---|"]
+    for r in rows:
+        shown = ", ".join(f"{m} {r['before'][m]:.3f} → {r['after'][m]:.3f}" for m in metric_names[r["dataset"]]
+                          if m in r["before"])
+        lines.append(f"| {r['run']} | {r['n']} | {r['looping']} | {r['words']:.0f} ({r['words_guarded']:.0f}) | "
+                     f"{shown} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    import sys
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=Path, default=Path("bench/results/qwen"))
+    parser.add_argument("--only", nargs="*", default=None, help="Run folder names to include (default: all).")
+    parser.add_argument("--ngram", type=int, default=6)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--results", type=Path)
+    args = parser.parse_args()
+    folders = [p.parent for p in sorted(args.runs.glob("*/results.jsonl"))
+               if args.only is None or p.parent.name in args.only]
+    text = markdown([run_row(f, args.ngram, args.repeats) for f in folders], args.ngram, args.repeats)
+    print(text)
+    if args.results:
+        from route_table import write_section
+
+        write_section(args.results, "repetition", text, "python bench/repetition.py " + " ".join(sys.argv[1:]),
+                      "bench/repetition.py")
+
+
+if __name__ == "__main__":
+    main()
