@@ -32,7 +32,9 @@ def table(decisions: list[dict], runs: Path, dataset: str, metric: str, extra: l
     from disambig.programs.route.policy import answer_action
 
     ids = [d["id"] for d in decisions]
-    programs = sorted({d["program"] for d in decisions if d["program"]} | set(extra) | {REFERENCE})
+    candidates = {d["program"] for d in decisions if d["program"]} | {
+        a[len("answer:"):] for d in decisions for a in d.get("probabilities") or {} if a.startswith("answer:")}
+    programs = sorted(candidates | set(extra) | {REFERENCE})
     stored = {p: load_rows(runs / f"{dataset}-dev" / p) for p in programs}
     missing = {p: [i for i in ids if i not in rows] for p, rows in stored.items()}
     if any(missing.values()):
@@ -41,7 +43,7 @@ def table(decisions: list[dict], runs: Path, dataset: str, metric: str, extra: l
     names, statistic = statistic_for(metric, next(iter(scores[REFERENCE].values())))
     routed = {d["id"]: (scores[d["program"]][d["id"]] if d["program"] else {}) for d in decisions}
     outcomes = {answer_action(p): {i: Outcome(scores[p][i], cost(stored[p][i])[0]) for i in ids}
-                for p in programs if p in {d["program"] for d in decisions}}
+                for p in programs if p in candidates}
     oracle_labels, _ = label_questions(outcomes, metric)
     oracle = {i: outcomes[oracle_labels[i]][i].scores for i in ids}
     rows = {p: (scores[p], [cost(stored[p][i]) for i in ids]) for p in programs}
