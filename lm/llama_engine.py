@@ -183,6 +183,11 @@ def _load_llama(model_path: str, threads: int, ctx: int) -> Any:
 # Names the CPU backend a runtime-dispatch build loads (e.g. ``haswell``) instead of the best this CPU supports:
 # the way out if the best variant misbehaves on a CPU (the native build crashed on prefill on AMX CPUs).
 CPU_VARIANT_ENV = "DISAMBIG_LLAMA_CPU_VARIANT"
+# On a CPU that reports AMX, llama.cpp's best pick (``sapphirerapids``, the AMX kernels) died of an illegal
+# instruction at the first prefill (an Intel Xeon VM reporting amx_tile), so the AVX-512 variants are tried first,
+# best first; naming ``sapphirerapids`` in the variable still loads it.
+NO_AMX_ORDER = ("zen4", "cooperlake", "cascadelake", "icelake", "cannonlake", "skylakex", "alderlake", "haswell",
+                "sandybridge", "ivybridge", "sse42", "x64")
 _BACKEND_LOCK = threading.Lock()  # two engines (program and verifier LM) may load at once: register backends once
 
 
@@ -216,6 +221,15 @@ def _register_backends(ctypes: Any, package: Path, backend_dir: Path, variant: s
     ggml.ggml_backend_dev_count.restype = ctypes.c_size_t
     if ggml.ggml_backend_dev_count() > 0:
         return
+    ggml.ggml_backend_load.argtypes = [ctypes.c_char_p]
+    ggml.ggml_backend_load.restype = ctypes.c_void_p
+    if not variant and cpu_reports_amx():
+        for name in NO_AMX_ORDER:
+            library = backend_dir / f"libggml-cpu-{name}.so"
+            if library.exists() and ggml.ggml_backend_load(str(library).encode()):
+                logger.info("this CPU reports AMX: loaded the %s backend, not the AMX one (%s=sapphirerapids "
+                            "to try it)", name, CPU_VARIANT_ENV)
+                return
     if not variant:
         ggml.ggml_backend_load_all_from_path.argtypes = [ctypes.c_char_p]
         ggml.ggml_backend_load_all_from_path(str(backend_dir).encode())
@@ -224,10 +238,17 @@ def _register_backends(ctypes: Any, package: Path, backend_dir: Path, variant: s
     if not library.exists():
         known = sorted(p.name[len("libggml-cpu-") : -3] for p in backend_dir.glob("libggml-cpu-*.so"))
         raise ConfigurationError(f"{CPU_VARIANT_ENV}={variant}: no such CPU backend; this build has {', '.join(known)}")
-    ggml.ggml_backend_load.argtypes = [ctypes.c_char_p]
-    ggml.ggml_backend_load.restype = ctypes.c_void_p
     if not ggml.ggml_backend_load(str(library).encode()):
         raise ConfigurationError(f"{CPU_VARIANT_ENV}={variant}: this CPU cannot run {library.name}")
+
+
+def cpu_reports_amx(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
+    """Whether the CPU's flags (Linux's ``/proc/cpuinfo``) include ``amx_tile``; False where it cannot be read."""
+    try:
+        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return any(line.startswith("flags") and "amx_tile" in line.split() for line in text.splitlines())
 
 
 def cpu_backend_dir(package: Path) -> Path | None:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import sys
 import threading
+from types import SimpleNamespace
 
 import dspy
 import pytest
 
 from disambig.errors import MissingDependencyError
-from disambig.lm.llama_engine import LlamaEngine, completion_kwargs, cpu_backend_dir, to_response
+from disambig.lm.llama_engine import LlamaEngine, completion_kwargs, cpu_backend_dir, cpu_reports_amx, to_response
 from disambig.lm.paths import default_gguf
 
 
@@ -146,3 +147,52 @@ def test_cpu_backend_dir_finds_dispatch_libraries_wherever_the_wheel_put_them(tm
     assert cpu_backend_dir(package) == tmp_path / "site-packages" / "bin"
     (package / "lib" / "libggml-cpu-haswell.so").touch()
     assert cpu_backend_dir(package) == package / "lib"
+
+
+def test_cpu_reports_amx_reads_the_flags_line(tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu avx512f avx512_bf16\n")
+    assert not cpu_reports_amx(cpuinfo)
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu avx512f amx_bf16 amx_tile amx_int8\n")
+    assert cpu_reports_amx(cpuinfo)
+    assert not cpu_reports_amx(tmp_path / "missing")
+
+
+class FakeGgml:
+    """``libggml.so.0`` as ctypes sees it: no device yet, and ``ggml_backend_load`` succeeds for ``runnable``."""
+
+    def __init__(self, runnable: set[str]) -> None:
+        self.runnable, self.loaded, self.loaded_all = runnable, [], False
+        self.ggml_backend_dev_count = lambda: 0
+        self.ggml_backend_load_all_from_path = lambda path: setattr(self, "loaded_all", True)
+
+        def load(path: bytes) -> int:  # a plain function: ctypes code sets argtypes/restype on it
+            name = path.decode().rsplit("libggml-cpu-", 1)[1].removesuffix(".so")
+            self.loaded.append(name)
+            return 1 if name in self.runnable else 0
+
+        self.ggml_backend_load = load
+
+
+def fake_ctypes(ggml: FakeGgml):
+    import ctypes
+
+    return SimpleNamespace(CDLL=lambda path: ggml, c_size_t=ctypes.c_size_t, c_char_p=ctypes.c_char_p,
+                           c_void_p=ctypes.c_void_p)
+
+
+@pytest.mark.parametrize(("amx", "variant", "loaded", "loaded_all"), [
+    (True, "", ["zen4", "cooperlake"], False),   # the AVX-512 variants before the AMX one, first that runs
+    (False, "", [], True),                       # no AMX: llama.cpp picks the best variant itself
+    (True, "sapphirerapids", ["sapphirerapids"], False),  # named explicitly: loaded as asked
+])
+def test_an_amx_cpu_loads_an_avx512_backend_unless_told_otherwise(tmp_path, monkeypatch, amx, variant, loaded,
+                                                                   loaded_all):
+    from disambig.lm import llama_engine
+
+    for name in ("sapphirerapids", "zen4", "cooperlake", "haswell"):
+        (tmp_path / f"libggml-cpu-{name}.so").touch()
+    monkeypatch.setattr(llama_engine, "cpu_reports_amx", lambda: amx)
+    ggml = FakeGgml({"cooperlake", "haswell", "sapphirerapids"})
+    llama_engine._register_backends(fake_ctypes(ggml), tmp_path, tmp_path, variant)
+    assert ggml.loaded == loaded and ggml.loaded_all == loaded_all
