@@ -1,7 +1,9 @@
 """Stop a generation that starts looping: a stopping criterion for llama-cpp-python.
 
-After each sampled token llama-cpp-python calls its ``stopping_criteria`` with the token ids evaluated so far (the
-prompt, then the generated tokens) and stops once one returns True. ``RepetitionGuard`` detokenizes only the
+After each sampled token ``Llama.create_completion`` calls its ``stopping_criteria`` with the token ids evaluated so
+far (the prompt, then the generated tokens) and stops once one returns True. ``create_chat_completion`` takes no
+criteria of its own: its chat handler passes the chat format's to ``create_completion``, to which ``stopping_on``
+adds the guard for one call. ``RepetitionGuard`` detokenizes only the
 generated part and stops as soon as the reply's last text loops under its ``LoopRule``
 (``disambig.lm.reply_cut.find_loop``); the engine then cuts the reply with ``cut_loop``. Under greedy decoding the
 result is the unguarded reply's prefix, cut as ``bench/repetition.py`` cuts stored answers.
@@ -9,7 +11,8 @@ result is the unguarded reply's prefix, cut as ``bench/repetition.py`` cuts stor
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from disambig.lm.repetition import LoopRule
@@ -42,8 +45,26 @@ class RepetitionGuard:
         self.fired_ = find_loop(text, self.rule) is not None
         return self.fired_
 
-    def criteria(self) -> Any:
-        """This guard as the ``stopping_criteria`` argument of ``create_chat_completion``."""
-        from llama_cpp import StoppingCriteriaList
 
-        return StoppingCriteriaList([self])
+
+@contextmanager
+def stopping_on(llama: Any, criterion: Any) -> Iterator[None]:
+    """Inside the block, ``llama.create_completion`` (which ``create_chat_completion``'s chat handler calls) also
+    stops when ``criterion`` says so, besides the chat format's own criteria. The caller must hold the engine's lock.
+    An object without ``create_completion`` (a stand-in that answers chat completions itself) is left as it is.
+    """
+    original = getattr(llama, "create_completion", None)
+    if original is None:
+        yield
+        return
+    from llama_cpp import StoppingCriteriaList
+
+    def create_completion(*args: Any, stopping_criteria: Any = None, **kwargs: Any) -> Any:
+        combined = StoppingCriteriaList([*(stopping_criteria or []), criterion])
+        return original(*args, stopping_criteria=combined, **kwargs)
+
+    llama.create_completion = create_completion
+    try:
+        yield
+    finally:
+        del llama.create_completion  # the instance attribute: the class's method shows through again

@@ -12,6 +12,7 @@ import logging
 import os
 import re
 import threading
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from dspy.utils.exceptions import ContextWindowExceededError
 
 from disambig.errors import ConfigurationError, MissingDependencyError, PromptTooLongError
 from disambig.lm.chunks import verify_or_discard
+from disambig.lm.guard import RepetitionGuard, stopping_on
 from disambig.lm.repetition import DEFAULT_GUARD, LoopRule
 from disambig.lm.reply_cut import cut_loop, cut_to_sentence, is_json_reply
 from disambig.lm.schema import bounded_schema
@@ -126,12 +128,7 @@ class LlamaEngine:
         messages = chat_messages(request)
         with self._lock:
             llama = self.llama
-            guard = None
-            if rule is not None:
-                from disambig.lm.guard import RepetitionGuard
-
-                guard = RepetitionGuard(llama, rule)
-                kwargs["stopping_criteria"] = guard.criteria()
+            guard = None if rule is None else RepetitionGuard(llama, rule)
             recorder = None
             if request.config.logprobs is not None:  # read under the response grammar (lm/token_logprobs.py)
                 from disambig.lm.token_logprobs import LogprobRecorder
@@ -140,13 +137,7 @@ class LlamaEngine:
                                            if "response_format" in kwargs else None)
                 kwargs["logits_processor"] = recorder.processors()
             reset_counters(llama)
-            try:
-                raw = llama.create_chat_completion(messages=messages, **kwargs)
-            except ValueError as exc:
-                too_long = _too_long(exc, llama, self.model_path)
-                if too_long is None:
-                    raise
-                raise too_long from None
+            raw = self._chat(llama, messages, kwargs, guard)
             looped = rule if guard is not None and guard.fired_ else None
             response = to_response(raw, model=request.model, prefilled=read_counters(llama).prefill_tokens,
                                    looped=looped)
@@ -157,6 +148,18 @@ class LlamaEngine:
 
                 return with_logprobs(response, recorder)
         return response
+
+    def _chat(self, llama: Any, messages: list[dict[str, str]], kwargs: dict[str, Any],
+              guard: RepetitionGuard | None) -> dict[str, Any]:
+        """One chat completion, stopped early by ``guard``; an over-long prompt raises ``ContextWindowError``."""
+        try:
+            with nullcontext() if guard is None else stopping_on(llama, guard):
+                return llama.create_chat_completion(messages=messages, **kwargs)
+        except ValueError as exc:
+            too_long = _too_long(exc, llama, self.model_path)
+            if too_long is None:
+                raise
+            raise too_long from None
 
     def stream(self, request: Any) -> Any:
         from dspy.lm15 import response_to_events

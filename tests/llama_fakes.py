@@ -1,6 +1,7 @@
 """A scripted stand-in for ``llama_cpp.Llama`` that generates a fixed token stream the way llama-cpp-python does.
 
-Each "token" is a piece of text. ``create_chat_completion`` yields them one by one; after sampling each it calls the
+Each "token" is a piece of text. ``create_chat_completion`` hands over to ``create_completion``, which yields them one
+by one; after sampling each it calls the
 ``stopping_criteria`` with the ids evaluated so far (the prompt, then the tokens generated before this one) and
 stops, dropping the token just sampled, when one returns True. It stops at ``max_tokens`` with finish reason
 ``length`` and checks the criteria once more at the end on the evaluated ids, as ``Llama._create_completion`` does.
@@ -28,9 +29,16 @@ class ScriptedLlama:
     def detokenize(self, tokens: list[int], prev_tokens: list[int] | None = None) -> bytes:
         return "".join(self.pieces[t] for t in tokens).encode()
 
-    def create_chat_completion(self, messages: list[dict[str, str]], max_tokens: int = 256,
-                               stopping_criteria: Any = None, **kwargs: Any) -> dict[str, Any]:
-        self.calls.append({"max_tokens": max_tokens, "guarded": stopping_criteria is not None, **kwargs})
+    def create_chat_completion(self, messages: list[dict[str, str]], **kwargs: Any) -> dict[str, Any]:
+        """As llama-cpp-python's chat handler: no criteria of its own, ``create_completion`` does the work."""
+        completion = self.create_completion(prompt="<chat>", stopping_criteria=None, **kwargs)
+        choice = completion["choices"][0]
+        return {"choices": [{"message": {"content": choice["text"]}, "finish_reason": choice["finish_reason"]}],
+                "usage": completion["usage"]}
+
+    def create_completion(self, prompt: str, max_tokens: int = 256, stopping_criteria: Any = None,
+                          **kwargs: Any) -> dict[str, Any]:
+        self.calls.append({"max_tokens": max_tokens, "guarded": bool(stopping_criteria), **kwargs})
         generated: list[int] = []
         finish = None
         for token in range(len(self.pieces)):
@@ -44,7 +52,7 @@ class ScriptedLlama:
         if stopping_criteria is not None and stopping_criteria(PROMPT + evaluated, None):
             finish = "stop"
         text = self.detokenize(generated).decode()
-        return {"choices": [{"message": {"content": text}, "finish_reason": finish or "stop"}],
+        return {"choices": [{"text": text, "finish_reason": finish or "stop"}],
                 "usage": {"prompt_tokens": len(PROMPT), "completion_tokens": len(generated)}}
 
 
