@@ -96,7 +96,8 @@ def test_a_reply_that_does_not_loop_is_untouched():
 def test_escaped_text_is_read_decoded():
     looping = 'He said \\"go\\" and' + " a minnehaha academy," * 4  # raw JSON: the quotes are escaped
     lm, _ = scripted_lm(json_pieces("long_answer", looping))
-    assert answer(lm) == 'He said "go" and a minnehaha academy,'  # no sentence end: the text before the loop
+    # no sentence end: the text before the loop is kept whole, and written back as valid JSON
+    assert lm("q") == ['{"long_answer": "He said \\"go\\" and a minnehaha academy,"}']
 
 
 def test_guard_off_and_repeat_penalty_reach_llama():
