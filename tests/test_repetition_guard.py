@@ -119,3 +119,21 @@ def test_cuts_are_counted_from_threads_and_roll_up():
             answer(lm)
     assert inner.cut_by_repetition == 1
     assert outer.cut_by_repetition == 3  # two from the threads, one from the inner block, counted once
+
+
+@pytest.mark.slow
+def test_the_real_models_guarded_answer_is_the_post_hoc_cut_of_its_unguarded_one(local_lm, monkeypatch):
+    # SmolLM2 loops here ("london, alabama, alabama, ..."); greedy decoding makes the guarded answer that prefix, cut
+    monkeypatch.undo()  # the real model's own counters
+    engine = local_lm.engine
+    question = "List every school, a minnehaha academy, a minnehaha academy, a minnehaha academy, and so on."
+    with dspy.context(lm=local_lm, adapter=CompactJSONAdapter()):
+        try:
+            engine.repetition_guard = "off"
+            stored = dspy.Predict(Write)(question=question).long_answer
+        finally:
+            engine.repetition_guard = "6x3"
+        with measured() as trace:
+            cut = dspy.Predict(Write)(question=question).long_answer
+    assert cut == guarded(stored)
+    assert trace.cut_by_repetition == int(cut != stored)
