@@ -7,7 +7,9 @@
 Every row is scored on the questions all the given runs answered (a measured run may be partial), with the dataset's
 metrics. The computed guard is ``disambig.lm.repetition.guarded`` on each stored long answer (no LM call). For a
 measured run, the table adds how many LM replies its engine cut (by the repetition guard, by the token cap, from the
-rows' traces) and, for a guarded run, on how many questions its long answer equals the computed cut.
+rows' traces) and on how many questions its long answer equals the computed cut (for a guarded run under greedy
+decoding: all, unless the code or CPU backend changed other tokens) and, where the stored answer does not loop, the
+stored answer.
 """
 
 from __future__ import annotations
@@ -75,15 +77,18 @@ def table(stored: Path, measured: dict[str, Path]) -> str:
         cuts = "-" if r["cuts"] is None else f"{r['cuts'][0]} / {r['cuts'][1]}"
         values = " | ".join(f"{r['metrics'][m]:.3f}" for m in names)
         lines.append(f"| {r['label']} | {r['looping']} | {cuts} | {r['words']:.0f} | {values} |")
+    steady = [i for i in ids if loop_cut(long_answer(base[i])) is None]
     for label, run in runs.items():
-        if label.startswith("guard"):
-            same = sum(long_answer(run[i]) == guarded(long_answer(base[i])) for i in ids)
-            lines.append(f"\n{label}: its long answer equals the computed cut of the stored answer on {same} of "
-                         f"{len(ids)} questions.")
+        same = sum(long_answer(run[i]) == guarded(long_answer(base[i])) for i in ids)
+        kept = sum(long_answer(run[i]) == long_answer(base[i]) for i in steady)
+        lines.append(f"\n{label}: long answer equal to the computed cut of the stored one on {same} of {len(ids)} "
+                     f"questions; equal to the stored one on {kept} of the {len(steady)} whose stored answer does not "
+                     "loop.")
     return "\n".join(lines)
 
 
 def main() -> None:
+    import shlex
     import sys
 
     from route_table import write_section
@@ -91,7 +96,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stored", type=Path, required=True, help="The unguarded run folder.")
     parser.add_argument("--measured", action="append", default=[], metavar="LABEL=FOLDER",
-                        help="A measured run (repeatable); a LABEL starting with 'guard' also gets its agreement line.")
+                        help="A measured run (repeatable), labelled LABEL in the table.")
     parser.add_argument("--results", type=Path)
     args = parser.parse_args()
     measured = {}
@@ -103,7 +108,7 @@ def main() -> None:
     text = table(args.stored, measured)
     print(text)
     if args.results:
-        write_section(args.results, "choice", text, "python bench/repetition_choice.py " + " ".join(sys.argv[1:]),
+        write_section(args.results, "choice", text, "python bench/repetition_choice.py " + shlex.join(sys.argv[1:]),
                       "bench/repetition_choice.py")
 
 
