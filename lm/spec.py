@@ -118,7 +118,7 @@ def make_lm(
         **kwargs: passed to ``dspy.LM`` (for example ``seed`` or ``stop``).
 
     Raises:
-        ConfigurationError: the spec cannot be used.
+        ConfigurationError: the spec cannot be used, or ``repetition_guard`` is neither ``NxR`` nor ``off``.
         MissingDependencyError: the packages of an embedded model are not installed.
         ModelIntegrityError: an embedded model's chunks do not match their pinned hashes.
     """
