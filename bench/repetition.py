@@ -14,36 +14,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from pathlib import Path
 
-WORD = re.compile(r"\w+")
-SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
-
-
-def loop_cut(text: str, ngram: int = 6, repeats: int = 3) -> int | None:
-    """The character offset where a looping answer's repeated n-gram recurs for the first time (its second
-    occurrence), or None when no n-gram reaches ``repeats`` occurrences."""
-    words = [(m.group(0).lower(), m.start()) for m in WORD.finditer(text)]
-    seen: dict[tuple[str, ...], list[int]] = {}
-    for i in range(len(words) - ngram + 1):
-        key = tuple(w for w, _ in words[i:i + ngram])
-        seen.setdefault(key, []).append(words[i][1])
-        if len(seen[key]) >= repeats:
-            return seen[key][1]
-    return None
-
-
-def last_sentence(text: str) -> str:
-    """``text`` up to its last sentence end; the whole text stripped when it has none."""
-    ends = [m.end() for m in SENTENCE_END.finditer(text)]
-    return text[:ends[-1]].strip() if ends else text.strip()
-
-
-def guarded(text: str, ngram: int, repeats: int) -> str:
-    """What the guard leaves of one answer."""
-    cut = loop_cut(text, ngram, repeats)
-    return text if cut is None else last_sentence(text[:cut])
+from disambig.lm.repetition import guarded, loop_cut
 
 
 def run_row(run: Path, ngram: int, repeats: int) -> dict:

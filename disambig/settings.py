@@ -31,6 +31,9 @@ class Settings:
         decoding: decoding preset of every LM: ``greedy`` or ``paper`` (DIVA's temperature 0.3, 300 tokens).
         prompt_cache_mb: RAM for KV states of the embedded LM's earlier calls, so a prompt sharing a prefix with
             any of them (the same instruction and demos) is not prefilled again; 0 reuses only the previous call's.
+        repetition_guard: stop an embedded-LM reply once a run of N words occurs R times in the text being written,
+            and cut it to its last whole sentence before the loop: ``NxR`` (default ``6x3``) or ``off``.
+        repeat_penalty: llama.cpp's repetition penalty of the embedded LM (1.0: off).
     """
 
     lm: str = "local"
@@ -42,6 +45,8 @@ class Settings:
     verifier_lm: str = ""
     decoding: str = "greedy"
     prompt_cache_mb: int = 512
+    repetition_guard: str = "6x3"
+    repeat_penalty: float = 1.0
 
     def with_overrides(self, **overrides: object) -> Settings:
         """Return a copy with every override that is not None applied."""
@@ -61,6 +66,11 @@ def load_settings(**overrides: object) -> Settings:
         settings = replace(settings, cache_dir=_default_cache_dir())
     if settings.threads < 1:
         raise ValueError(f"threads={settings.threads} must be at least 1")
+    from disambig.lm.repetition import LoopRule
+
+    LoopRule.parse(settings.repetition_guard)  # a malformed guard fails here, in one line, not at the first LM call
+    if settings.repeat_penalty <= 0:
+        raise ValueError(f"repeat_penalty={settings.repeat_penalty} must be positive; 1.0 turns it off")
     return settings
 
 
@@ -74,4 +84,9 @@ def _coerce(name: str, raw: str, annotation: object) -> object:
             return int(raw)
         except ValueError:
             raise ValueError(f"{ENV_PREFIX}{name.upper()}={raw!r} is not an integer") from None
+    if annotation in (float, "float"):
+        try:
+            return float(raw)
+        except ValueError:
+            raise ValueError(f"{ENV_PREFIX}{name.upper()}={raw!r} is not a number") from None
     return raw

@@ -36,6 +36,7 @@ class EvalConfig:
     cache: bool = False  # DSPy's LM response cache was on (timings of cached calls are not LM time)
     options: dict[str, Any] = field(default_factory=dict)  # the program's constructor arguments (--option)
     proxy: str = ""  # the shared U_q of the judge metrics (ProxySource.label); "": each answer's own passages
+    generation: dict[str, Any] = field(default_factory=dict)  # repetition guard/penalty set apart from the defaults
 
     def default_out(self, root: Path = Path("runs")) -> Path:
         name = f"{self.program}-{Path(self.dataset).stem}-{self.split}-{self.limit or 'all'}"

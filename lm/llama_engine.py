@@ -12,6 +12,7 @@ import logging
 import os
 import re
 import threading
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,11 @@ from dspy.utils.exceptions import ContextWindowExceededError
 
 from disambig.errors import ConfigurationError, MissingDependencyError, PromptTooLongError
 from disambig.lm.chunks import verify_or_discard
+from disambig.lm.guard import RepetitionGuard, stopping_on
+from disambig.lm.repetition import DEFAULT_GUARD, LoopRule
+from disambig.lm.reply_cut import cut_loop, cut_to_sentence, is_json_reply
 from disambig.lm.schema import bounded_schema
-from disambig.lm.truncation import close_truncated_json
+from disambig.lm.usage import record_cut
 
 logger = logging.getLogger(__name__)
 
@@ -59,28 +63,37 @@ class LlamaEngine:
         prompt_cache_mb: also keep KV states of earlier calls in RAM up to this size, so a call resumes from
             whichever earlier call shares its longest prefix (``disambig.lm.prompt_cache``); 0 keeps only
             llama.cpp's reuse of the prefix shared with the previous call.
+        repetition_guard: stop a reply once a run of N words occurs R times in the text being written (``NxR``;
+            ``off``) and cut that text to its last whole sentence before the loop (``disambig.lm.guard``).
+        repeat_penalty: llama.cpp's repetition penalty (1.0: off).
 
-    Every call reports, as ``Usage.cache_read_tokens``, the prompt tokens whose KV state was reused instead of
-    prefilled (from llama.cpp's own counters; within one token).
+    A JSON reply cut by the token cap keeps its open text up to its last whole sentence and is closed; each reply
+    cut (by the guard or the cap) is counted in the enclosing ``disambig.lm.usage.measured`` block. Every call
+    reports, as ``Usage.cache_read_tokens``, the prompt tokens whose KV state was reused instead of prefilled (from
+    llama.cpp's own counters; within one token).
     """
 
     supports_response_schema = True
     supported_params = SUPPORTED_PARAMS
 
     def __init__(self, model_path: str, threads: int = 2, ctx: int = 8192, sha256: str | None = None,
-                 prompt_cache_mb: int = DEFAULT_PROMPT_CACHE_MB) -> None:
+                 prompt_cache_mb: int = DEFAULT_PROMPT_CACHE_MB, repetition_guard: str = DEFAULT_GUARD,
+                 repeat_penalty: float = 1.0) -> None:
         self.model_path = model_path
         self.threads = threads
         self.ctx = ctx
         self.sha256 = sha256
         self.prompt_cache_mb = prompt_cache_mb
+        self.repetition_guard = repetition_guard
+        self.repeat_penalty = repeat_penalty
         self.verified_sha256_: str | None = None
         self._llama: Any = None
         self._lock = threading.Lock()
 
     def dump_state(self) -> dict[str, Any]:
         return {"model_path": self.model_path, "threads": self.threads, "ctx": self.ctx, "sha256": self.sha256,
-                "prompt_cache_mb": self.prompt_cache_mb}
+                "prompt_cache_mb": self.prompt_cache_mb, "repetition_guard": self.repetition_guard,
+                "repeat_penalty": self.repeat_penalty}
 
     @classmethod
     def load_state(cls, state: dict[str, Any]) -> LlamaEngine:
@@ -109,9 +122,13 @@ class LlamaEngine:
 
         validate_request(request)
         kwargs = completion_kwargs(request.config)
+        if self.repeat_penalty != 1.0:
+            kwargs["repeat_penalty"] = self.repeat_penalty
+        rule = LoopRule.parse(self.repetition_guard)
         messages = chat_messages(request)
         with self._lock:
             llama = self.llama
+            guard = None if rule is None else RepetitionGuard(llama, rule)
             recorder = None
             if request.config.logprobs is not None:  # read under the response grammar (lm/token_logprobs.py)
                 from disambig.lm.token_logprobs import LogprobRecorder
@@ -120,19 +137,29 @@ class LlamaEngine:
                                            if "response_format" in kwargs else None)
                 kwargs["logits_processor"] = recorder.processors()
             reset_counters(llama)
-            try:
-                raw = llama.create_chat_completion(messages=messages, **kwargs)
-            except ValueError as exc:
-                too_long = _too_long(exc, llama, self.model_path)
-                if too_long is None:
-                    raise
-                raise too_long from None
-            response = to_response(raw, model=request.model, prefilled=read_counters(llama).prefill_tokens)
+            raw = self._chat(llama, messages, kwargs, guard)
+            looped = rule if guard is not None and guard.fired_ else None
+            response = to_response(raw, model=request.model, prefilled=read_counters(llama).prefill_tokens,
+                                   looped=looped)
+            if looped is not None or response.finish_reason == "length":
+                record_cut("repetition" if looped is not None else "length")
             if recorder is not None:
                 from disambig.lm.token_logprobs import with_logprobs
 
                 return with_logprobs(response, recorder)
         return response
+
+    def _chat(self, llama: Any, messages: list[dict[str, str]], kwargs: dict[str, Any],
+              guard: RepetitionGuard | None) -> dict[str, Any]:
+        """One chat completion, stopped early by ``guard``; an over-long prompt raises ``ContextWindowError``."""
+        try:
+            with nullcontext() if guard is None else stopping_on(llama, guard):
+                return llama.create_chat_completion(messages=messages, **kwargs)
+        except ValueError as exc:
+            too_long = _too_long(exc, llama, self.model_path)
+            if too_long is None:
+                raise
+            raise too_long from None
 
     def stream(self, request: Any) -> Any:
         from dspy.lm15 import response_to_events
@@ -328,18 +355,26 @@ def completion_kwargs(config: Any) -> dict[str, Any]:
     return kwargs
 
 
-def to_response(raw: dict[str, Any], *, model: str, prefilled: int | None = None) -> Any:
+def to_response(raw: dict[str, Any], *, model: str, prefilled: int | None = None,
+                looped: LoopRule | None = None) -> Any:
     """Wrap a llama-cpp chat completion dict as a canonical ``lm15.Response`` with token usage; ``prefilled`` (the
-    prompt tokens actually evaluated) turns into ``cache_read_tokens``, the prompt tokens reused."""
+    prompt tokens actually evaluated) turns into ``cache_read_tokens``, the prompt tokens reused.
+
+    ``looped`` is the rule of a repetition guard that stopped the reply: its looping text is cut (``cut_loop``) and
+    the reply finishes as ``stop``. Else a JSON reply the token cap stopped is cut to its last whole sentence and
+    closed, and finishes as ``length``.
+    """
     from dspy.lm15 import Message, Response, TextPart, Usage
 
     choice = raw["choices"][0]
     usage = raw.get("usage") or {}
     prompt_tokens = usage.get("prompt_tokens", 0)
-    finish = "length" if choice.get("finish_reason") == "length" else "stop"
+    finish = "length" if choice.get("finish_reason") == "length" and looped is None else "stop"
     text = choice["message"].get("content") or ""
-    if finish == "length" and text.lstrip().startswith("{"):
-        text = close_truncated_json(text)
+    if looped is not None:
+        text = cut_loop(text, looped) or text
+    elif finish == "length" and is_json_reply(text):
+        text = cut_to_sentence(text)
     return Response(
         id=raw.get("id") or None,
         model=model,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from disambig.errors import ConfigurationError
 from disambig.lm.models import DEFAULT_LOCAL_MODEL, EMBEDDED_MODELS, EmbeddedModel
+from disambig.lm.repetition import DEFAULT_GUARD, LoopRule
 
 if TYPE_CHECKING:
     import dspy
@@ -94,6 +95,8 @@ def make_lm(
     cache: bool = False,
     cache_dir: str | Path | None = None,
     prompt_cache_mb: int | None = None,
+    repetition_guard: str = DEFAULT_GUARD,
+    repeat_penalty: float = 1.0,
     **kwargs: Any,
 ) -> dspy.LM:
     """Build a ``dspy.LM`` from a spec. Configure it with ``dspy.configure(lm=...)``, never on predictors.
@@ -109,16 +112,20 @@ def make_lm(
         cache_dir: where an embedded model assembled from chunks is kept (default: the settings' cache directory).
         prompt_cache_mb: RAM for KV states of earlier calls of the in-process model, reused when a prompt shares
             their prefix (None: the engine's default, 512; 0: only the previous call's prefix is reused).
+        repetition_guard: for the in-process model, stop a reply once a run of N words occurs R times in the text
+            being written (``NxR``, default ``6x3``; ``off``); see ``disambig.lm.guard``. Ignored for LiteLLM models.
+        repeat_penalty: llama.cpp's repetition penalty of the in-process model (1.0: off). Ignored for LiteLLM models.
         **kwargs: passed to ``dspy.LM`` (for example ``seed`` or ``stop``).
 
     Raises:
-        ConfigurationError: the spec cannot be used.
+        ConfigurationError: the spec cannot be used, or ``repetition_guard`` is neither ``NxR`` nor ``off``.
         MissingDependencyError: the packages of an embedded model are not installed.
         ModelIntegrityError: an embedded model's chunks do not match their pinned hashes.
     """
     import dspy
 
     parsed = parse_spec(spec)
+    LoopRule.parse(repetition_guard)
     if parsed.is_local:
         if api_base or api_key:
             raise ConfigurationError("api_base/api_key apply to LiteLLM models, not to a local GGUF")
@@ -126,7 +133,8 @@ def make_lm(
 
         path, sha256 = _local_file(parsed, cache_dir)
         extra = {} if prompt_cache_mb is None else {"prompt_cache_mb": prompt_cache_mb}
-        engine = LlamaEngine(str(path), threads=threads, ctx=ctx, sha256=sha256, **extra)
+        engine = LlamaEngine(str(path), threads=threads, ctx=ctx, sha256=sha256, repetition_guard=repetition_guard,
+                             repeat_penalty=repeat_penalty, **extra)
         return dspy.LM(
             f"local/{path.stem}",
             engine=engine,

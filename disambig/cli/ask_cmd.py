@@ -29,6 +29,8 @@ def ask(
     lm: str | None = options.LM,
     verifier_lm: str | None = options.VERIFIER_LM,
     decoding: str | None = options.DECODING,
+    repetition_guard: str | None = options.REPETITION_GUARD,
+    repeat_penalty: float | None = options.REPEAT_PENALTY,
     threads: int | None = options.THREADS,
     cache: bool | None = options.CACHE,
     option: list[str] = options.PROGRAM_OPTION,
@@ -39,7 +41,7 @@ def ask(
     if not question.strip():
         raise ValueError("question is empty; pass the question text as the first argument")
     program_options = options.parse_program_options(option, program, artifact or "")
-    options.export_lm_roles(verifier_lm, decoding)
+    options.export_lm_roles(verifier_lm, decoding, repetition_guard, repeat_penalty)
     settings = load_settings(lm=lm, threads=threads, lm_cache=cache)
     module = _program(settings, program, retriever, corpus, artifact, program_options)
     inputs = _scope_inputs(module, program, dataset, scope)

@@ -29,6 +29,8 @@ def batch(
     lm: str | None = options.LM,
     verifier_lm: str | None = options.VERIFIER_LM,
     decoding: str | None = options.DECODING,
+    repetition_guard: str | None = options.REPETITION_GUARD,
+    repeat_penalty: float | None = options.REPEAT_PENALTY,
     threads: int | None = options.THREADS,
     cache: bool | None = options.CACHE,
     tracking_uri: str | None = typer.Option(None, "--tracking-uri", help="MLflow store (default sqlite:///mlflow.db)."),
@@ -41,7 +43,7 @@ def batch(
     from disambig.optimizers.batch import check_engine, run_batch
 
     check_engine(engine, partitions)
-    options.export_lm_roles(verifier_lm, decoding)
+    options.export_lm_roles(verifier_lm, decoding, repetition_guard, repeat_penalty)
     settings = load_settings(lm=lm, threads=threads, lm_cache=cache)
     mlflow.set_tracking_uri(resolve_uri(tracking_uri))
     console = Console(stderr=True)

@@ -42,6 +42,8 @@ def compile_(
     lm: str | None = options.LM,
     verifier_lm: str | None = options.VERIFIER_LM,
     decoding: str | None = options.DECODING,
+    repetition_guard: str | None = options.REPETITION_GUARD,
+    repeat_penalty: float | None = options.REPEAT_PENALTY,
     threads: int | None = options.THREADS,
     out: Path = typer.Option(Path("artifacts"), "--out", help="Artifact root folder."),
     track: bool = typer.Option(True, "--track/--no-track", help="Record the compile in MLflow."),
@@ -69,7 +71,7 @@ def compile_(
                       lm, threads, track, register, option)
         return
     program_options = options.parse_program_options(option, program)
-    options.export_lm_roles(verifier_lm, decoding)
+    options.export_lm_roles(verifier_lm, decoding, repetition_guard, repeat_penalty)
     settings = load_settings(lm=lm, threads=threads, lm_cache=cache)
     budget = Budget(demos=demos, candidates=count_option(candidates), trials=trials, metric_calls=metric_calls,
                     batch=batch, threads=settings.threads)

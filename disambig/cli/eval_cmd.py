@@ -28,6 +28,8 @@ def evaluate(
     lm: str | None = options.LM,
     verifier_lm: str | None = options.VERIFIER_LM,
     decoding: str | None = options.DECODING,
+    repetition_guard: str | None = options.REPETITION_GUARD,
+    repeat_penalty: float | None = options.REPEAT_PENALTY,
     judge_lm: str | None = typer.Option(None, "--judge-lm", help="LM for judge metrics (env DISAMBIG_JUDGE_LM)."),
     proxy_top: int | None = options.PROXY_TOP,
     proxy_retriever: str = options.PROXY_RETRIEVER,
@@ -51,7 +53,7 @@ def evaluate(
 
     split = split or default_split(dataset)
     program_options = options.parse_program_options(option, program, artifact)
-    options.export_lm_roles(verifier_lm, decoding)
+    options.export_lm_roles(verifier_lm, decoding, repetition_guard, repeat_penalty)
     settings = load_settings(lm=lm, judge_lm=judge_lm, threads=threads, lm_cache=cache)
     run = prepare_run(settings, program, dataset, split, limit, list(metric), retriever, corpus, artifact,
                       program_options)
@@ -60,7 +62,7 @@ def evaluate(
                         judge_lm=run.judge_lm, retriever=run.retriever_name,
                         metrics=tuple(run.metrics), artifact=artifact,
                         cache=settings.lm_cache,  # the report says whether LM responses came from the cache
-                        options=run.options, proxy=proxy)
+                        options=run.options, proxy=proxy, generation=options.generation_overrides(settings))
     out_dir = out or config.default_out()
     if engine != "local":
         run.program = _batch_answers(engine, artifact, program, run, out_dir, settings, master, partitions)

@@ -17,6 +17,12 @@ VERIFIER_LM = typer.Option(None, "--verifier-lm",
                                 "--lm). The paper uses GPT-4 there.")
 DECODING = typer.Option(None, "--decoding",
                         help="greedy (default) or paper: temperature 0.3, top-p 1, 300 tokens (env DISAMBIG_DECODING).")
+REPETITION_GUARD = typer.Option(None, "--repetition-guard", metavar="NxR|off",
+                                help="Stop an embedded-LM reply once a run of N words occurs R times and cut it to its "
+                                     "last whole sentence (default 6x3; env DISAMBIG_REPETITION_GUARD).")
+REPEAT_PENALTY = typer.Option(None, "--repeat-penalty",
+                              help="llama.cpp's repetition penalty of the embedded LM (default 1.0, off; env "
+                                   "DISAMBIG_REPEAT_PENALTY).")
 PROXY_TOP = typer.Option(None, "--proxy-top", min=1, metavar="N",
                          help="Judge interpretations that cite no passage against U_q: the top N passages "
                               "--proxy-retriever finds for the question, one list shared by every system "
@@ -66,14 +72,26 @@ def check_proxy(proxy_top: int | None, judged: bool) -> None:
                          "-m g-precision -m g-recall -m g-f1 (with --judge-lm), or drop --proxy-top")
 
 
-def export_lm_roles(verifier_lm: str | None, decoding: str | None) -> None:
-    """Make ``--verifier-lm`` and ``--decoding`` the run's ``DISAMBIG_VERIFIER_LM`` and ``DISAMBIG_DECODING``, which
-    the programs' verifier LM and every LM built from settings read."""
+def export_lm_roles(verifier_lm: str | None, decoding: str | None, repetition_guard: str | None = None,
+                    repeat_penalty: float | None = None) -> None:
+    """Make ``--verifier-lm``, ``--decoding``, ``--repetition-guard`` and ``--repeat-penalty`` the run's
+    ``DISAMBIG_*`` variables, which the programs' verifier LM and every LM built from settings read."""
     import os
 
-    for name, value in (("DISAMBIG_VERIFIER_LM", verifier_lm), ("DISAMBIG_DECODING", decoding)):
+    for name, value in (("DISAMBIG_VERIFIER_LM", verifier_lm), ("DISAMBIG_DECODING", decoding),
+                        ("DISAMBIG_REPETITION_GUARD", repetition_guard),
+                        ("DISAMBIG_REPEAT_PENALTY", None if repeat_penalty is None else str(repeat_penalty))):
         if value is not None:
             os.environ[name] = value
+
+
+def generation_overrides(settings: Any) -> dict[str, Any]:
+    """The settings' repetition guard and penalty where they differ from the defaults, for a run's params."""
+    from disambig.settings import Settings
+
+    default = Settings()
+    return {name: getattr(settings, name) for name in ("repetition_guard", "repeat_penalty")
+            if getattr(settings, name) != getattr(default, name)}
 
 
 def cache_note(settings: Any) -> str:
