@@ -51,3 +51,15 @@ def test_lm_check_on_embedded_model():
     result = runner.invoke(app, ["lm", "check"])
     assert result.exit_code == 0, result.output
     assert "prefill tokens/s" in result.output and "decode tokens/s" in result.output
+
+
+@pytest.mark.parametrize(("trace", "shown"), [
+    ({"cut_by_repetition": 1, "cut_by_length": 0}, " · replies cut: 1 looping, 0 at the token cap"),
+    ({"cut_by_repetition": 0, "cut_by_length": 2}, " · replies cut: 0 looping, 2 at the token cap"),
+    ({"cut_by_repetition": 0, "cut_by_length": 0}, ""),
+    ({}, ""),  # a trace from before the counts existed
+])
+def test_ask_says_when_the_engine_cut_a_reply(trace, shown):
+    from disambig.cli.ask_cmd import cut_note
+
+    assert cut_note(trace) == shown

@@ -156,8 +156,14 @@ def _show(console: Console, question: str, prediction: object) -> None:
     console.print(f"[bold]A:[/bold] {prediction.long_answer}")
     console.print(
         f"LM calls {trace['lm_calls']} · tokens in {trace['input_tokens']} / out {trace['output_tokens']} · "
-        f"retrieval calls {trace['retrieval_calls']} · {trace['seconds']:.2f} s"
+        f"retrieval calls {trace['retrieval_calls']} · {trace['seconds']:.2f} s" + cut_note(trace)
     )
+
+
+def cut_note(trace: dict) -> str:
+    """`` · replies cut: 1 looping, 0 at the token cap`` when the engine cut a reply; else nothing."""
+    looping, capped = int(trace.get("cut_by_repetition", 0)), int(trace.get("cut_by_length", 0))
+    return f" · replies cut: {looping} looping, {capped} at the token cap" if looping or capped else ""
 
 
 def _show_route(console: Console, decision: dict, prediction: object) -> None:
