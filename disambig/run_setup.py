@@ -52,6 +52,8 @@ def prepare_run(
         from disambig.programs.registry import unknown_program
 
         raise unknown_program(program)
+    if artifact:
+        check_compiled(artifact, program)  # before the data, the indexes or the LM are loaded
     examples = load_dataset(dataset, split=split, limit=limit)
     if not examples:
         raise ValueError(f"dataset {dataset!r} split {split!r} has no questions; try --split all")
@@ -63,8 +65,12 @@ def prepare_run(
         corpus = corpus or default_corpus(dataset)
         retriever = build_retriever(kind, corpus=corpus, settings=settings)
     options = {} if artifact else with_format_option(program, dataset_format(dataset), options or {})
-    module = load_compiled(artifact, program, retriever, settings) if artifact else build_program(program, retriever,
-                                                                                                   **options)
+    if artifact:
+        from disambig.optimizers.loading import load
+
+        module = load(artifact, retriever=retriever, settings=settings)
+    else:
+        module = build_program(program, retriever, **options)
     names = with_inputs(metric_names) if metric_names else default_metrics(dataset_format(dataset), bool(kind))
     lm = build_lm(settings)
     metrics = resolve_metrics(names, settings, program_lm=lm)
@@ -73,15 +79,21 @@ def prepare_run(
                        options)
 
 
-def load_compiled(artifact: str, program: str, retriever: Any, settings: Settings) -> Any:
-    """The compiled program in ``artifact``; it must be a compile of ``program``."""
-    from disambig.optimizers.artifact import read_manifest
-    from disambig.optimizers.loading import load, resolve_state_path
+def check_compiled(artifact: str, program: str) -> None:
+    """Refuse ``artifact`` unless it is a compile of ``program`` (``eval`` and ``ask`` run a compiled program only
+    under its own name)."""
+    compiled = compiled_for(artifact)
+    if compiled != program:
+        raise ConfigurationError(f"artifact {artifact!r} is a compiled {compiled!r}, not {program!r}; name "
+                                 f"{compiled!r} as the program or give another artifact")
 
-    compiled_for = read_manifest(resolve_state_path(artifact)).get("program")
-    if compiled_for != program:
-        raise ConfigurationError(f"artifact {artifact!r} is a compiled {compiled_for!r}, not {program!r}")
-    return load(artifact, retriever=retriever, settings=settings)
+
+def compiled_for(artifact: str) -> str:
+    """The registered name of the program ``artifact`` is a compile of (its manifest's ``program``)."""
+    from disambig.optimizers.artifact import read_manifest
+    from disambig.optimizers.loading import resolve_state_path
+
+    return str(read_manifest(resolve_state_path(artifact)).get("program"))
 
 
 def default_split(dataset: str) -> str:

@@ -10,11 +10,15 @@ from disambig.cli import options
 from disambig.cli.errors import user_errors
 from disambig.settings import load_settings
 
+DEFAULT_PROGRAM = "closed-book"
+
 
 @user_errors
 def ask(
     question: str = typer.Argument(..., help="The question to answer."),
-    program: str = typer.Option("closed-book", "--program", "-p", help="Registered program (see `disambig programs`)."),
+    program: str | None = typer.Option(None, "--program", "-p",
+                                       help="Registered program (see `disambig programs`); default closed-book, or "
+                                            "the program --artifact is a compile of (another name is refused)."),
     retriever: str | None = typer.Option(None, "--retriever", help="bm25, dense or hybrid (default hybrid if needed)."),
     corpus: str = typer.Option("wiki-slice", "--corpus", help="Corpus the retriever searches."),
     artifact: str | None = typer.Option(None, "--artifact", help="Compiled program: state JSON path or models:/..."),
@@ -40,6 +44,12 @@ def ask(
 
     if not question.strip():
         raise ValueError("question is empty; pass the question text as the first argument")
+    if artifact:
+        from disambig.run_setup import check_compiled, compiled_for
+
+        program = program or compiled_for(artifact)
+        check_compiled(artifact, program)  # as `eval` does, before any index or model is loaded
+    program = program or DEFAULT_PROGRAM
     program_options = options.parse_program_options(option, program, artifact or "")
     options.export_lm_roles(verifier_lm, decoding, repetition_guard, repeat_penalty)
     settings = load_settings(lm=lm, threads=threads, lm_cache=cache)
