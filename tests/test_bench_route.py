@@ -1,0 +1,71 @@
+"""``bench/route_table.py`` and ``bench/route_faithful.py``: the router's tables from stored answers, no LM."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+IDS = [f"q{i}" for i in range(8)]
+
+
+@pytest.fixture
+def bench(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    return importlib.import_module
+
+
+def run(folder: Path, program: str, em: list[float], calls: int, answer: str = "") -> Path:
+    """A stored run of ``program``: question ``q<i>`` scores ``em[i]`` with ``calls`` LM calls."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [{"id": i, "scores": {"str-em": e}, "trace": {"lm_calls": calls, "input_tokens": 10, "output_tokens": 5},
+             "prediction": {"long_answer": answer or f"{program} on {i}", "interpretations": [], "program": program},
+             "code": {"commit": "abc1234", "dirty": False}} for i, e in zip(IDS, em, strict=True)]
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return folder
+
+
+# vanilla-rag is right on q0-q3, adf on q4-q7; the oracle is right everywhere.
+VANILLA = [1, 1, 1, 1, 0, 0, 0, 0]
+ADF = [0, 0, 0, 0, 1, 1, 1, 1]
+
+
+def test_route_table_composes_the_chosen_answers_and_the_oracle(tmp_path, bench):
+    run(tmp_path / "asqa-dev" / "vanilla-rag", "vanilla-rag", VANILLA, 2)
+    run(tmp_path / "asqa-dev" / "adf", "adf", ADF, 6)
+    # The router picks adf on q4-q5 only: right on q0-q5 (6 of 8), 6 questions x 2 calls + 2 x 6 = 24 calls.
+    decisions = [{"id": i, "action": f"answer:{p}", "program": p,
+                  "probabilities": {"answer:vanilla-rag": 0.5, "answer:adf": 0.5}}
+                 for i, p in zip(IDS, ["vanilla-rag"] * 4 + ["adf"] * 2 + ["vanilla-rag"] * 2, strict=True)]
+    text = bench("route_table").table(decisions, tmp_path, "asqa", "str-em", [])
+    rows = {line.split(" | ")[0].strip("| "): line.split(" | ") for line in text.splitlines() if line.startswith("|")}
+    assert rows["route"][1] == "0.750"
+    assert rows["route"][4] == "3.00"  # (6 x 2 + 2 x 6) / 8
+    assert rows["oracle"][1] == "1.000"
+    assert rows["vanilla-rag"][1] == rows["adf"][1] == "0.500"
+    assert "{'answer:adf': 2, 'answer:vanilla-rag': 6}" in text
+
+
+def test_route_faithful_counts_identical_answers_and_compares_the_metric(tmp_path, bench):
+    run(tmp_path / "asqa-dev" / "vanilla-rag", "vanilla-rag", VANILLA, 2)
+    e2e = run(tmp_path / "e2e", "vanilla-rag", VANILLA, 2)
+    # One end-to-end answer differs (q0: other text, scored 0).
+    rows = [json.loads(line) for line in (e2e / "results.jsonl").read_text().splitlines()]
+    rows[0]["prediction"]["long_answer"], rows[0]["scores"]["str-em"] = "something else", 0.0
+    (e2e / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    text = bench("route_faithful").compare(e2e, tmp_path, "asqa", "str-em")
+    assert "identical long answer and interpretations on 7 of 8" in text
+    assert "| route, end to end | 0.375 |" in text
+    assert "| composed from stored candidate runs | 0.500 | reference | 2.00 |" in text
+    assert "{'vanilla-rag': 8}" in text
+
+
+def test_route_faithful_refuses_a_run_with_no_stored_counterpart(tmp_path, bench):
+    e2e = run(tmp_path / "e2e", "adf", ADF, 6)
+    (tmp_path / "asqa-dev" / "adf").mkdir(parents=True)
+    (tmp_path / "asqa-dev" / "adf" / "results.jsonl").write_text("", encoding="utf-8")
+    with pytest.raises(SystemExit, match="no question"):
+        bench("route_faithful").compare(e2e, tmp_path, "asqa", "str-em")
