@@ -184,17 +184,16 @@ def test_the_served_model_reads_the_numpy_values_mlflows_server_hands_it():
 def test_serve_runs_mlflow_with_this_python_on_the_path(monkeypatch):
     """``mlflow models serve`` starts ``uvicorn`` by name: it must be found beside this Python, venv active or not."""
     import os
-    import subprocess
     import sys
     import sysconfig
 
     from typer.testing import CliRunner
 
-    from disambig.cli import app
+    from disambig.cli import app, process_group
 
     seen = {}
     monkeypatch.setenv("PATH", "/usr/bin")
-    monkeypatch.setattr(subprocess, "call", lambda command, env: seen.update(command=command, env=env) or 0)
+    monkeypatch.setattr(process_group, "run_as_group", lambda command, env: seen.update(command=command, env=env) or 0)
     result = CliRunner().invoke(app, ["serve", "models:/disambig-dfa-spiderqa-72/1", "--port", "5077",
                                       "--tracking-uri", "sqlite:///x.db"])
     assert result.exit_code == 0, result.output

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import sysconfig
 
 import typer
 
+from disambig.cli import process_group
 from disambig.cli.errors import user_errors
 from disambig.errors import ConfigurationError
 
@@ -29,6 +29,9 @@ def serve(
     {"dataframe_records": [{"question": ..., "corpus": ".../corpus.jsonl", "scope": "DB_ID"}]}. The corpus is a
     path on the serving machine, read as the server's user: keep the default host (127.0.0.1) unless the clients
     are trusted.
+
+    The server runs as its own process group: stopping this command (SIGTERM, SIGINT, SIGHUP) stops the server and
+    its workers with it.
     """
     from disambig.evaluation.tracking import tracking_uri as resolve_uri
 
@@ -40,4 +43,4 @@ def serve(
     env = {**os.environ, "MLFLOW_TRACKING_URI": resolve_uri(tracking_uri), "PATH": path}
     command = [sys.executable, "-m", "mlflow", "models", "serve", "-m", model_uri, "--env-manager", "local",
                "-h", host, "-p", str(port), "-t", str(timeout)]
-    raise typer.Exit(subprocess.call(command, env=env))
+    raise typer.Exit(process_group.run_as_group(command, env))
