@@ -22,7 +22,9 @@ class Settings:
         lm: LM spec for programs (`local`, `local:/path/model.gguf`, or a LiteLLM model string).
         judge_lm: LM spec for LLM-judge metrics; empty means "same as ``lm``".
         cache_dir: where indexes and other derived files live.
-        threads: CPU threads for the embedded LM and for parallel evaluation.
+        threads: CPU threads for the embedded LM and for parallel evaluation. When neither ``--threads`` nor
+            ``DISAMBIG_THREADS`` sets it, ``load_settings`` takes the cores free now (``disambig.lm.threads``): on a
+            busy machine a thread more than the free cores stalls the embedded LM.
         ctx: context window of the embedded LM, in tokens.
         lm_cache: keep DSPy's LM response cache (in ``cache_dir/dspy``) and the retrievers' rankings (in
             ``cache_dir/retrieval``) so a repeated call costs no LM or index time;
@@ -62,6 +64,10 @@ def load_settings(**overrides: object) -> Settings:
             continue
         values[f.name] = _coerce(f.name, raw, f.type)
     settings = Settings(**values).with_overrides(**overrides)
+    if "threads" not in values and overrides.get("threads") is None:
+        from disambig.lm.threads import free_threads
+
+        settings = replace(settings, threads=free_threads())
     if not settings.cache_dir:
         settings = replace(settings, cache_dir=_default_cache_dir())
     if settings.threads < 1:

@@ -13,16 +13,19 @@ RESPONSE_CACHE_SUBDIR = "dspy"
 def build_lm(settings: Settings, spec: str | None = None, **kwargs: Any) -> Any:
     """The ``dspy.LM`` named by ``spec`` (default: the settings' LM), with the settings' threads, context,
     decoding preset, repetition guard and penalty (embedded models only) and response cache (``settings.lm_cache``
-    turns DSPy's cache on, in the project cache directory)."""
+    turns DSPy's cache on, in the project cache directory). An embedded model warns once when it decodes far below
+    its expected speed (``disambig.lm.speed``)."""
     from disambig.lm import make_lm
     from disambig.lm.decoding import decoding_kwargs
+    from disambig.lm.speed import watch_decode_speed
 
     if settings.lm_cache:
         use_response_cache(settings.cache_dir)
-    return make_lm(spec or settings.lm, threads=settings.threads, ctx=settings.ctx, cache_dir=settings.cache_dir,
-                   cache=settings.lm_cache, prompt_cache_mb=settings.prompt_cache_mb,
-                   repetition_guard=settings.repetition_guard, repeat_penalty=settings.repeat_penalty,
-                   **{**decoding_kwargs(settings.decoding), **kwargs})
+    lm = make_lm(spec or settings.lm, threads=settings.threads, ctx=settings.ctx, cache_dir=settings.cache_dir,
+                 cache=settings.lm_cache, prompt_cache_mb=settings.prompt_cache_mb,
+                 repetition_guard=settings.repetition_guard, repeat_penalty=settings.repeat_penalty,
+                 **{**decoding_kwargs(settings.decoding), **kwargs})
+    return watch_decode_speed(lm)  # an embedded model warns once when it decodes far below its expected speed
 
 
 def use_response_cache(cache_dir: str | Path) -> Path:

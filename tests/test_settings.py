@@ -18,9 +18,13 @@ def test_defaults(monkeypatch, tmp_path):
     for name in ("LM", "JUDGE_LM", "CACHE_DIR", "THREADS"):
         monkeypatch.delenv(f"DISAMBIG_{name}", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr("disambig.lm.threads.free_threads", lambda: 1)  # a busy machine: one core free
     settings = load_settings()
-    assert (settings.lm, settings.threads) == ("local", 2)
+    assert (settings.lm, settings.threads) == ("local", 1)
     assert settings.cache_dir == str(tmp_path / "disambig")
+    assert load_settings(threads=2).threads == 2  # a flag overrides the measured choice
+    monkeypatch.setenv("DISAMBIG_THREADS", "2")
+    assert load_settings().threads == 2  # and so does the variable
 
 
 @pytest.mark.parametrize(

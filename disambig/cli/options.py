@@ -8,7 +8,8 @@ from typing import Any
 import typer
 
 LM = typer.Option(None, "--lm", help="LM spec: local, local:/path.gguf or a LiteLLM model (env DISAMBIG_LM).")
-THREADS = typer.Option(None, "--threads", min=1, help="CPU threads (env DISAMBIG_THREADS).")
+THREADS = typer.Option(None, "--threads", min=1,
+                       help="CPU threads (env DISAMBIG_THREADS; default: the cores other processes leave free now).")
 CACHE = typer.Option(None, "--cache/--no-cache",
                      help="Reuse LM responses and retrieval rankings from the cache directory (env "
                           "DISAMBIG_LM_CACHE; off by default so timings are real).")
