@@ -16,19 +16,40 @@ class MalformedRowError(ConfigurationError):
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, row)``; a blank line is skipped, a broken one raises ``MalformedRowError``."""
+    for number, line in text_lines(path):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line.rstrip("\r\n"))  # an unterminated string ends at the line, not at its newline
+        except json.JSONDecodeError as exc:
+            reason = exc.msg.removesuffix(" at")  # "Unterminated string starting at" reads on with the column
+            raise MalformedRowError(f"{path}:{number}: not valid JSON ({reason} at column {exc.colno}); fix or "
+                                    "remove the line") from None
+        if not isinstance(row, dict):
+            raise MalformedRowError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
+        yield number, row
+
+
+def text_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, line)`` of a UTF-8 text file; a line that is not UTF-8 raises ``MalformedRowError``
+    naming the file, the line and the byte."""
     if not path.is_file():
         raise ConfigurationError(f"file {str(path)!r} does not exist")
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, 1):
             try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise MalformedRowError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
-            if not isinstance(row, dict):
-                raise MalformedRowError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
-            yield number, row
+                line = raw.decode("utf-8-sig" if number == 1 else "utf-8")  # a leading byte-order mark is dropped
+            except UnicodeDecodeError as exc:
+                raise MalformedRowError(f"{path}:{number}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at byte "
+                                        f"{exc.start + 1} of the line); save the file as UTF-8") from None
+            yield number, line
+
+
+def check_text(path: Path) -> None:
+    """Raise ``MalformedRowError`` at the first line of ``path`` that is not UTF-8 (before a parser that would not
+    say where)."""
+    for _ in text_lines(path):
+        pass
 
 
 def require(row: dict[str, Any], keys: tuple[str, ...], where: str) -> None:

@@ -52,6 +52,9 @@ def _read(path: Path) -> Any:
             frame[column] = [_plain(v) for v in frame[column]]
         return frame
     if kind == "csv":
+        from disambig.data.jsonl import check_text
+
+        check_text(path)
         frame = pd.read_csv(path, dtype=str, keep_default_na=False)
         for column in set(NESTED_COLUMNS) & set(frame.columns):
             frame[column] = [json.loads(v) if v else None for v in frame[column]]

@@ -81,6 +81,37 @@ def test_malformed_question_rows_name_file_and_line(tmp_path, lines, match):
         load_dataset(str(path))
 
 
+def test_a_line_that_is_not_json_gets_the_parsers_whole_reason(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    # the string opens with the quote at index 24 of line 2, which json reports as column 25
+    path.write_text(json.dumps(ASQA_ROW) + '\n{"id": "1", "question": "unterminated\n', encoding="utf-8")
+    with pytest.raises(MalformedRowError) as refused:
+        load_dataset(str(path))
+    assert str(refused.value) == (f"{path}:2: not valid JSON (Unterminated string starting at column 25); fix or "
+                                  "remove the line")
+
+
+def test_a_question_file_that_is_not_utf8_names_file_line_and_byte(tmp_path):
+    from disambig.optimizers.batch_io import read_questions
+
+    latin1 = {"id": "2", "question": "Who wrote Les Misérables?", "qa_pairs": []}
+    lines = [json.dumps(ASQA_ROW), json.dumps(latin1, ensure_ascii=False)]
+    (tmp_path / "bad.jsonl").write_bytes("\n".join(lines).encode("latin-1") + b"\n")
+    # "é" is byte 0xe9 in Latin-1, after the 42 characters before it on line 2
+    with pytest.raises(MalformedRowError, match=r"bad.jsonl:2: not UTF-8 text \(byte 0xe9 at byte 43 of the line\); "
+                                                r"save the file as UTF-8"):
+        load_dataset(str(tmp_path / "bad.jsonl"))
+    (tmp_path / "bad.csv").write_bytes("question\nWho?\nQui a écrit?\n".encode("latin-1"))
+    with pytest.raises(MalformedRowError, match=r"bad.csv:3: not UTF-8 text \(byte 0xe9 at byte 7 of the line\)"):
+        read_questions(tmp_path / "bad.csv")
+
+
+def test_a_leading_byte_order_mark_is_not_an_error(tmp_path):
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(ASQA_ROW).encode() + b"\n")
+    assert [ex.question for ex in load_dataset(str(path))] == ["Who?"]
+
+
 @pytest.mark.parametrize(
     ("rows", "match"),
     [
