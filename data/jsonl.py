@@ -1,8 +1,9 @@
-"""Read JSONL with errors that name the file and line."""
+"""Read JSONL with errors that name the file and line; append to it whole lines only."""
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,15 @@ def check_text(path: Path) -> None:
     say where)."""
     for _ in text_lines(path):
         pass
+
+
+def append_line(path: Path, line: str) -> None:
+    """Append ``line`` and a newline in one write, flushed and synced to disk: a kill leaves whole lines, except at
+    worst a torn last one that readers of appended files skip."""
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(line + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
 
 
 def require(row: dict[str, Any], keys: tuple[str, ...], where: str) -> None:

@@ -72,7 +72,8 @@ class ResultLog(Generic[Record]):
         return results
 
     def append(self, result: Record) -> None:
+        from disambig.data.jsonl import append_line
+
         line = json.dumps(asdict(result), ensure_ascii=False)
-        with self._lock, self.path.open("a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
-            handle.flush()
+        with self._lock:
+            append_line(self.path, line)

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from disambig.errors import ConfigurationError, MissingDependencyError
 from disambig.optimizers.batch_io import object_column, read_questions, read_table, write_table
+from disambig.optimizers.batch_journal import AnswerJournal
 from disambig.settings import Settings
 
 Engine = Literal["local", "spark"]
@@ -31,8 +32,11 @@ ENGINES = ("local", "spark")
 MODEL_URI_SCHEMES = ("models:/", "runs:/")
 ANSWER_COLUMNS = ("long_answer", "interpretations", "passage_ids", "passages", "trace", "extra", "error")
 TRACE_FIELDS = ("lm_calls", "input_tokens", "output_tokens", "reused_prompt_tokens", "retrieval_calls", "seconds")
-# Rows answered between two writes of the output: small locally (a kill loses little), one Spark job per chunk.
-CHUNK_ROWS = {"local": 16, "spark": 2000}
+# Rows asked at once: one locally (each is kept as soon as it is answered), one Spark job per chunk.
+CHUNK_ROWS = {"local": 1, "spark": 2000}
+# The output table is rewritten once this many rows or seconds have passed since its last write (and at the end);
+# rows answered in between are kept in the batch's journal (``disambig.optimizers.batch_journal``).
+TABLE_EVERY_ROWS, TABLE_EVERY_SECONDS = 16, 10.0
 SPARK_RESULT_TYPE = (
     "question string, long_answer string, "
     "interpretations array<struct<question: string, answer: string, passage_ids: array<string>, score: double>>, "
@@ -83,29 +87,53 @@ def run_batch(
         master: the Spark master (``local[N]`` or a cluster URL); ``spark`` only.
         partitions: Spark partitions (default: the master's parallelism); ``spark`` only.
         on_progress: called with (rows answered so far, rows to answer) after each chunk.
+
+    Each answered row is on disk before the next is asked (in the journal beside the output until the table is next
+    rewritten), so a killed run loses at most the row it was answering; the next run keeps what it finds.
     """
     from disambig.settings import load_settings
 
     check_engine(engine, partitions)
     settings = settings or load_settings()
     inputs = keep_answer_names_free(read_questions(input_path))
-    previous = read_table(output_path) if output_path.exists() else None
+    journal = AnswerJournal(output_path)
+    previous = fold_journal(read_table(output_path) if output_path.exists() else None, journal, output_path)
     todo = pending_rows(inputs, previous)
     skipped, done, failed, seconds = len(inputs) - len(todo), 0, 0, 0.0
     if len(todo):
         with model_location(model) as location, answerer(engine, location, settings, master, partitions) as answer:
+            unwritten, written_at = 0, time.monotonic()
             for start in range(0, len(todo), CHUNK_ROWS[engine]):
                 chunk = todo.iloc[start : start + CHUNK_ROWS[engine]]
                 began = time.perf_counter()
                 answers = answer(list(chunk["question"]))
                 seconds += time.perf_counter() - began
-                previous = merge_answers(previous, chunk, answers)
-                write_table(previous, output_path)
+                fresh = answered_rows(chunk, answers)
+                journal.append(fresh.to_dict("records"))
+                previous = merge_rows(previous, fresh)
+                unwritten += len(chunk)
+                last = start + len(chunk) >= len(todo)
+                if last or unwritten >= TABLE_EVERY_ROWS or time.monotonic() - written_at >= TABLE_EVERY_SECONDS:
+                    write_table(previous, output_path)
+                    journal.clear()
+                    unwritten, written_at = 0, time.monotonic()
                 done += len(chunk)
                 failed += sum(1 for a in answers if a["error"])
                 if on_progress is not None:
                     on_progress(done, len(todo))
     return BatchResult(output_path, done, failed, skipped, seconds)
+
+
+def fold_journal(previous: Any, journal: AnswerJournal, output_path: Path) -> Any:
+    """The output table with the rows a killed run left in ``journal`` merged in (and written, the journal
+    emptied), so that the new run starts from one table."""
+    kept = journal.table()
+    if kept is None:
+        return previous
+    previous = merge_rows(previous, kept)
+    write_table(previous, output_path)
+    journal.clear()
+    return previous
 
 
 def check_engine(engine: str, partitions: int | None) -> None:
@@ -136,12 +164,16 @@ def keep_answer_names_free(inputs: Any) -> Any:
     return inputs.rename(columns={c: f"input_{c}" for c in clashes})
 
 
-def merge_answers(previous: Any, chunk: Any, answers: list[dict[str, Any]]) -> Any:
-    """The output table after one chunk: previous rows, with this chunk's rows added or replacing failed ones."""
+def answered_rows(chunk: Any, answers: list[dict[str, Any]]) -> Any:
+    """The chunk's input rows with their answers' columns."""
+    fresh = chunk.reset_index(drop=True)
+    return fresh.assign(**{c: object_column([a[c] for a in answers], fresh.index) for c in ANSWER_COLUMNS})
+
+
+def merge_rows(previous: Any, fresh: Any) -> Any:
+    """The output table with ``fresh`` answered rows added, or replacing the earlier rows of the same questions."""
     import pandas as pd
 
-    fresh = chunk.reset_index(drop=True)
-    fresh = fresh.assign(**{c: object_column([a[c] for a in answers], fresh.index) for c in ANSWER_COLUMNS})
     if previous is None:
         return fresh
     replaced = {row_key(r) for r in fresh.to_dict("records")}

@@ -27,7 +27,22 @@ def table_format(path: Path) -> str:
 
 def read_table(path: Path) -> Any:
     """The file as a pandas DataFrame, every column kept; an ``error`` column holds None where there is none."""
-    frame = _read(path)
+    return _with_plain_errors(_read(path))
+
+
+def table_of(rows: list[dict[str, Any]]) -> Any:
+    """Rows read back from JSON lines (``row_line``) as the DataFrame ``read_table`` gives for the same rows."""
+    import pandas as pd
+
+    return _with_plain_errors(pd.DataFrame(rows))
+
+
+def row_line(row: dict[str, Any]) -> str:
+    """One table row as a line of JSON (numpy values as plain ones), as a JSONL table stores it."""
+    return json.dumps(_plain(row), ensure_ascii=False, default=str)
+
+
+def _with_plain_errors(frame: Any) -> Any:
     if "error" in frame.columns:
         frame["error"] = object_column([e if isinstance(e, str) and e else None for e in frame["error"]], frame.index)
     return frame
@@ -89,7 +104,7 @@ def write_table(frame: Any, path: Path) -> Path:
             encoded[column] = [json.dumps(v, ensure_ascii=False) for v in encoded[column]]
         encoded.to_csv(partial, index=False)
     else:
-        lines = (json.dumps(_plain(row), ensure_ascii=False, default=str) for row in frame.to_dict("records"))
+        lines = (row_line(row) for row in frame.to_dict("records"))
         partial.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
     os.replace(partial, path)
     return path

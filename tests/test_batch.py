@@ -153,3 +153,72 @@ def test_eval_through_stored_batch_answers_gives_the_local_report(tmp_path, scri
     assert batch.report["metrics"] == local.report["metrics"]
     assert (batch.report["questions"], batch.report["failures"]) == (len(examples), 0)
     assert batch.report["efficiency"]["lm_calls_per_q"] == local.report["efficiency"]["lm_calls_per_q"] == 1
+
+
+def stopping_after(rows: int):
+    """A ``local_answerer`` killed (KeyboardInterrupt) when a call would take it past ``rows`` questions."""
+    from disambig.optimizers import batch
+
+    real = batch.local_answerer
+
+    def make(location, settings):
+        answer, asked = real(location, settings), []
+
+        def answer_or_die(questions):
+            if len(asked) + len(questions) > rows:
+                raise KeyboardInterrupt
+            asked.extend(questions)
+            return answer(questions)
+
+        return answer_or_die
+
+    return make
+
+
+def kept_rows(out: Path) -> list[dict]:
+    """What a killed batch left on disk: its output table and the rows journalled since the table's last write."""
+    from disambig.optimizers.batch_journal import AnswerJournal
+
+    frames = [read_table(out) if out.exists() else None, AnswerJournal(out).table()]
+    return [row for frame in frames if frame is not None for row in frame.to_dict("records")]
+
+
+def test_a_batch_killed_early_keeps_every_row_it_answered_and_the_rerun_adds_only_the_rest(tmp_path, scripted, state,
+                                                                                            monkeypatch):
+    from disambig.optimizers import batch
+
+    source, out = write_questions(tmp_path / "in.csv", questions(5)), tmp_path / "out.csv"
+    real = batch.local_answerer
+    monkeypatch.setattr(batch, "local_answerer", stopping_after(3))
+    with pytest.raises(KeyboardInterrupt):
+        run_batch(state, source, out)
+    kept = kept_rows(out)
+    assert sorted(r["id"] for r in kept) == ["q0", "q1", "q2"]  # 3 of 5 answered before the kill, none lost
+    assert all(r["long_answer"] == scripted_answer(r["question"]) for r in kept)
+
+    monkeypatch.setattr(batch, "local_answerer", real)
+    again = run_batch(state, source, out)
+    assert (again.answered, again.skipped) == (2, 3)
+    rows = read_table(out)
+    assert sorted(rows["id"]) == [f"q{i}" for i in range(5)] and not any(rows["error"])  # each row once
+    assert sorted(calls(scripted)) == sorted(q["question"] for q in questions(5))  # no question asked twice
+    assert kept_rows(out) == rows.to_dict("records")  # the journal is folded in and emptied
+
+
+def test_a_journal_line_torn_by_a_kill_is_asked_again(tmp_path, scripted, state, monkeypatch):
+    from disambig.optimizers import batch
+    from disambig.optimizers.batch_journal import AnswerJournal
+
+    source, out = write_questions(tmp_path / "in.jsonl", questions(3)), tmp_path / "out.jsonl"
+    real = batch.local_answerer
+    monkeypatch.setattr(batch, "local_answerer", stopping_after(1))
+    with pytest.raises(KeyboardInterrupt):
+        run_batch(state, source, out)
+    assert [r["id"] for r in kept_rows(out)] == ["q0"]
+    journal = AnswerJournal(out)
+    with journal.path.open("a", encoding="utf-8") as handle:  # the kill came in the middle of writing row q1
+        handle.write('{"id": "q1", "question": "Who won prize 1?", "long_answer": "Scrip')
+    monkeypatch.setattr(batch, "local_answerer", real)
+    again = run_batch(state, source, out)
+    assert (again.answered, again.skipped) == (2, 1)  # q1 (torn) and q2; q0 was kept whole
+    assert sorted(read_table(out)["id"]) == ["q0", "q1", "q2"] and not journal.path.exists()
