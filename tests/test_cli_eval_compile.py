@@ -78,3 +78,17 @@ def test_bad_input_is_a_clear_error(scripted_lm, args, match):
 def test_a_renamed_program_names_its_new_name(scripted_lm, asqa_file):
     result = runner.invoke(app, ["eval", "dtv-no-verify", "--dataset", asqa_file, "--no-track"])
     assert result.exit_code == 2 and "renamed 'per-reading-rag'" in result.output, result.output
+
+
+def test_compile_records_its_run_in_the_tracking_store_it_is_given(scripted_lm, tmp_path, asqa_file, monkeypatch):
+    from mlflow.tracking import MlflowClient
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'other.db'}")  # restored after the test
+    given = f"sqlite:///{tmp_path / 'given.db'}"
+    result = runner.invoke(app, ["compile", "closed-book", "--dataset", asqa_file, "--metric", "rouge-l",
+                                 "--optimizer", "labeled-fewshot", "--train", "3", "--val", "2", "--no-register",
+                                 "--tracking-uri", given, "--out", str(tmp_path / "artifacts")])
+    assert result.exit_code == 0, result.output
+    experiment = MlflowClient(given).get_experiment_by_name("disambig-compile")
+    assert len(MlflowClient(given).search_runs([experiment.experiment_id])) == 1
+    assert not (tmp_path / "other.db").exists()

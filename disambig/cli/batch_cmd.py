@@ -33,7 +33,7 @@ def batch(
     repeat_penalty: float | None = options.REPEAT_PENALTY,
     threads: int | None = options.THREADS,
     cache: bool | None = options.CACHE,
-    tracking_uri: str | None = typer.Option(None, "--tracking-uri", help="MLflow store (default sqlite:///mlflow.db)."),
+    tracking_uri: str | None = options.TRACKING_URI,
 ) -> None:
     """Answer every question of --input not yet answered in --output: answer, interpretations, cited passage ids,
     trace (LM calls, tokens, seconds) and an error column; a failed row never stops the others."""

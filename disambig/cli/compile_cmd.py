@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
@@ -47,6 +48,7 @@ def compile_(
     threads: int | None = options.THREADS,
     out: Path = typer.Option(Path("artifacts"), "--out", help="Artifact root folder."),
     track: bool = typer.Option(True, "--track/--no-track", help="Record the compile in MLflow."),
+    tracking_uri: str | None = options.TRACKING_URI,
     register: bool = typer.Option(True, "--register/--no-register", help="Register the pyfunc model in MLflow."),
     cache: bool | None = options.CACHE,
     option: list[str] = options.PROGRAM_OPTION,
@@ -64,6 +66,8 @@ def compile_(
     from disambig.optimizers.recipes import Budget
     from disambig.optimizers.session import run_compile
 
+    if tracking_uri:  # the run's MLflow logging reads it (disambig.evaluation.tracking.tracking_uri), as serve's does
+        os.environ["MLFLOW_TRACKING_URI"] = tracking_uri
     if program == "route":
         from disambig.cli.route_cmd import compile_route
 

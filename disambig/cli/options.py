@@ -29,6 +29,8 @@ PROXY_TOP = typer.Option(None, "--proxy-top", min=1, metavar="N",
                               "--proxy-retriever finds for the question, one list shared by every system "
                               "(VerDICt: 20). Default: each answer's own passages.")
 PROXY_RETRIEVER = typer.Option("hybrid", "--proxy-retriever", help="bm25, dense or hybrid: the retriever of U_q.")
+TRACKING_URI = typer.Option(None, "--tracking-uri",
+                            help="MLflow store (default: env MLFLOW_TRACKING_URI, else sqlite:///mlflow.db).")
 PROGRAM_OPTION = typer.Option([], "--option", "--set", metavar="KEY=VALUE",
                               help="A constructor argument of the program (repeatable), e.g. style=asqa; VALUE is read "
                                    "as JSON when it parses (3, 0.5, true, null, [1, 2]), else as text.")

@@ -8,7 +8,7 @@ import sysconfig
 
 import typer
 
-from disambig.cli import process_group
+from disambig.cli import options, process_group
 from disambig.cli.errors import user_errors
 from disambig.errors import ConfigurationError
 
@@ -18,7 +18,7 @@ def serve(
     model_uri: str = typer.Argument(..., help="MLflow model URI from `disambig compile`, e.g. models:/NAME/1."),
     host: str = typer.Option("127.0.0.1", "--host"),
     port: int = typer.Option(5001, "--port", min=1, max=65535),
-    tracking_uri: str | None = typer.Option(None, "--tracking-uri", help="MLflow store (default sqlite:///mlflow.db)."),
+    tracking_uri: str | None = options.TRACKING_URI,
     timeout: int = typer.Option(1800, "--timeout", min=1,
                                 help="Seconds a request may take (MLflow's default, 60, is less than one DFA question "
                                      "on the embedded LM)."),
