@@ -21,6 +21,7 @@ from pathlib import Path
 from disambig.lm.repetition import guarded, loop_cut
 
 METRICS = {"asqa": ["rouge-l", "d-f1", "dr"], "ambignq": ["ambigqa-f1", "d-f1"]}
+PRIMARY = {"asqa": "dr", "ambignq": "ambigqa-f1"}  # the metric each row's paired interval is computed on
 
 
 def load_rows(run: Path) -> dict[str, dict]:
@@ -34,25 +35,26 @@ def long_answer(row: dict) -> str:
     return (row.get("prediction") or {}).get("long_answer") or ""
 
 
-def score(rows: list[dict], dataset: str) -> tuple[dict[str, float], str]:
-    """The dataset's metrics of ``rows`` (eval result rows), and the dataset's kind."""
+def score(rows: list[dict], dataset: str) -> tuple[dict[str, float], str, list[dict[str, float]]]:
+    """The dataset's metrics of ``rows`` (eval result rows), the dataset's kind, and each row's scores."""
     from disambig.cli.score_cmd import build_metrics, flatten_result, load_questions
     from disambig.evaluation.scoring import score_predictions
 
     examples, kind = load_questions(dataset)
     metrics = build_metrics([], kind, None, None)
-    return score_predictions([flatten_result(r) for r in rows], examples, metrics).metrics, kind
+    result = score_predictions([flatten_result(r) for r in rows], examples, metrics)
+    return result.metrics, kind, [q["scores"] for q in result.per_question]
 
 
 def summary(label: str, rows: list[dict], dataset: str, traced: bool) -> dict:
     """One table row: metrics, words per answer, looping answers, and the engine's cuts when ``traced``."""
-    metrics, kind = score(rows, dataset)
+    metrics, kind, per_question = score(rows, dataset)
     answers = [long_answer(r) for r in rows]
     cuts = None
     if traced:
         cuts = tuple(sum(int((r.get("trace") or {}).get(k, 0)) for r in rows)
                      for k in ("cut_by_repetition", "cut_by_length"))
-    return {"label": label, "n": len(rows), "kind": kind, "metrics": metrics, "cuts": cuts,
+    return {"label": label, "n": len(rows), "kind": kind, "metrics": metrics, "cuts": cuts, "scores": per_question,
             "words": sum(len(a.split()) for a in answers) / len(rows),
             "looping": sum(loop_cut(a) is not None for a in answers)}
 
@@ -69,14 +71,15 @@ def table(stored: Path, measured: dict[str, Path]) -> str:
             summary("guard 6x3, computed on the stored answers", cut_rows, dataset, traced=False)]
     rows += [summary(f"{label} (measured)", [run[i] for i in ids], dataset, traced=True)
              for label, run in runs.items()]
-    names = METRICS[rows[0]["kind"]]
+    names, primary = METRICS[rows[0]["kind"]], PRIMARY[rows[0]["kind"]]
     lines = [f"{len(ids)} questions answered by every run below; loop: a run of 6 words occurring 3 times.", "",
-             "| answers | looping | replies cut (guard / cap) | words/answer | " + " | ".join(names) + " |",
-             "|---|---|---|---|" + "---|" * len(names)]
+             "| answers | looping | replies cut (guard / cap) | words/answer | " + " | ".join(names) +
+             f" | Δ {primary} vs stored [95% CI] |", "|---|---|---|---|" + "---|" * (len(names) + 1)]
     for r in rows:
         cuts = "-" if r["cuts"] is None else f"{r['cuts'][0]} / {r['cuts'][1]}"
         values = " | ".join(f"{r['metrics'][m]:.3f}" for m in names)
-        lines.append(f"| {r['label']} | {r['looping']} | {cuts} | {r['words']:.0f} | {values} |")
+        delta = "reference" if r is rows[0] else difference(r["scores"], rows[0]["scores"], primary)
+        lines.append(f"| {r['label']} | {r['looping']} | {cuts} | {r['words']:.0f} | {values} | {delta} |")
     steady = [i for i in ids if loop_cut(long_answer(base[i])) is None]
     for label, run in runs.items():
         same = sum(long_answer(run[i]) == guarded(long_answer(base[i])) for i in ids)
@@ -85,6 +88,17 @@ def table(stored: Path, measured: dict[str, Path]) -> str:
                      f"questions; equal to the stored one on {kept} of the {len(steady)} whose stored answer does not "
                      "loop.")
     return "\n".join(lines)
+
+
+def difference(scores: list[dict[str, float]], reference: list[dict[str, float]], metric: str) -> str:
+    """The paired-bootstrap cell of ``metric``'s difference between two runs' per-question scores (same order)."""
+    from disambig.evaluation.paired import format_difference, paired_difference, statistic_for
+
+    names, statistic = statistic_for(metric, reference[0])
+    def arrays(rows: list[dict[str, float]]) -> list[list[float]]:
+        return [[float(r.get(n, 0.0)) for r in rows] for n in names]
+
+    return format_difference(paired_difference(arrays(scores), arrays(reference), statistic))
 
 
 def main() -> None:
