@@ -113,3 +113,21 @@ def test_ask_interactive_puts_the_readings_to_the_user_and_answers_the_chosen_on
     # closed-book was asked the chosen reading, not the original question
     asked = [user for phrase, user in scripted.calls if phrase == "Without any"]
     assert len(asked) == 1 and READINGS[1] in asked[0] and "white whale" not in asked[0]
+
+
+def test_route_predict_reads_a_plain_question_table_without_gold(scripted, asqa_file, tmp_path):
+    _, state, _ = compile_route(asqa_file, tmp_path)
+    table = tmp_path / "new.csv"
+    table.write_text("question\nWho wrote Moby Dick?\nWhen did the Golden Gate bridge open?\n", encoding="utf-8")
+    calls = len(scripted.calls)
+    out = tmp_path / "decisions.jsonl"
+    result = runner.invoke(app, ["route", "predict", "--artifact", str(state), "--questions", str(table), "--out",
+                                 str(out)])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["id"], r["question"]) for r in rows] == [("0", "Who wrote Moby Dick?"),
+                                                         ("1", "When did the Golden Gate bridge open?")]
+    assert len(scripted.calls) == calls and all(r["action"].startswith("answer:") for r in rows)
+    result = runner.invoke(app, ["route", "predict", "--artifact", str(state), "--questions", str(tmp_path / "no.csv"),
+                                 "--out", str(tmp_path / "x.jsonl")])
+    assert result.exit_code != 0 and not (tmp_path / "x.jsonl").exists()

@@ -61,6 +61,9 @@ def predict(
                                      "all of a file)."),
     limit: int | None = typer.Option(None, "--limit", "-n", min=1, help="First N questions of the split."),
     out: Path = typer.Option(..., "--out", help="JSONL file: one decision per question."),
+    questions: Path | None = typer.Option(None, "--questions", help="A question table instead of --dataset: CSV, "
+                                          "JSONL or Parquet with a 'question' column (and optionally 'id'), as "
+                                          "`disambig batch` reads; no gold answers needed."),
 ) -> None:
     """The policy's decision per question (action, program, P(ambiguous), action probabilities), no LM call."""
     from disambig.data import load_dataset
@@ -76,20 +79,32 @@ def predict(
     if compiled_for != "route":
         raise ValueError(f"artifact {artifact!r} is a compiled {compiled_for!r}, not a route; compile one with "
                          "`disambig compile route --candidates a,b`")
-    examples = load_dataset(dataset, split=split or default_split(dataset), limit=limit)
+    if questions is not None:
+        asked = question_table(questions, limit)
+    else:
+        asked = [(str(ex.id), ex.question)
+                 for ex in load_dataset(dataset, split=split or default_split(dataset), limit=limit)]
     route = load(artifact, settings=load_settings())
     rows = []
-    for ex in examples:
-        d = route.decide(ex.question).to_dict()
-        rows.append({"id": str(ex.id), "question": ex.question, **{k: d[k] for k in ("action", "program",
-                                                                                          "p_ambiguous",
-                                                                                          "probabilities")}})
+    for qid, question in asked:
+        d = route.decide(question).to_dict()
+        rows.append({"id": qid, "question": question, **{k: d[k] for k in ("action", "program", "p_ambiguous",
+                                                                           "probabilities")}})
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".jsonl.tmp")
     tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     tmp.replace(out)
     mix = {a: sum(r["action"] == a for r in rows) for a in sorted({r["action"] for r in rows})}
     Console().print(f"{len(rows)} decisions → {out} · actions {mix}")
+
+
+def question_table(path: Path, limit: int | None) -> list[tuple[str, str]]:
+    """``(id, question)`` pairs of a batch question table (its row number where it has no ``id`` column)."""
+    from disambig.optimizers.batch_io import read_questions
+
+    frame = read_questions(path)
+    ids = [str(v) for v in frame["id"]] if "id" in frame.columns else [str(i) for i in range(len(frame))]
+    return list(zip(ids, frame["question"], strict=True))[:limit]
 
 
 def split_list(value: str, flag: str, empty_ok: bool = False) -> list[str]:
