@@ -2,8 +2,9 @@
 
 MLflow's scoring server hands ``predict`` a DataFrame (``dataframe_records``, ``dataframe_split``, CSV), a list or a
 dict of numpy arrays (``inputs``, ``instances``; a single value arrives as a 0-d array), or, called from Python,
-plain strings, lists and dicts. ``request_records`` turns each into records; ``record_inputs`` checks one record,
-so that a bad row fails alone and the others are answered.
+plain strings, lists and dicts. ``request_records`` turns each into records and ``check_questions`` refuses a
+request whose questions are not text (both raise ``ValueError``: the whole request is refused); ``record_inputs``
+checks one record, so that a bad row fails alone and the others are answered.
 """
 
 from __future__ import annotations
@@ -29,6 +30,17 @@ def request_records(model_input: Any) -> list[dict[str, Any]]:
             raise ValueError(f"input needs a 'question' field, got fields {sorted(model_input)}")
         return _columns_as_records({k: v for k, v in model_input.items() if k in INPUT_FIELDS})
     return [dict(item) if isinstance(item, dict) else {"question": item} for item in model_input]
+
+
+def check_questions(records: list[dict[str, Any]]) -> None:
+    """Refuse the request when a row's question is a value but not text (``[123]``, ``true``): no question is a
+    number, and answering its digits as one would hide the client's mistake. Empty cells are left to
+    ``record_inputs`` (that row's error)."""
+    for number, record in enumerate(records):
+        value = _plain(record.get("question"))
+        if _is_single(value) and not isinstance(value, str) and not _is_empty(value):
+            raise ValueError(f"row {number}: question must be text, got {type(value).__name__} {value!r}; send each "
+                             "question as a JSON string")
 
 
 def record_inputs(program: Any, record: dict[str, Any]) -> tuple[dict[str, str], str]:

@@ -15,11 +15,21 @@ from pathlib import Path
 from typing import Any
 
 import mlflow
+from mlflow.exceptions import MlflowException
+from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
 from mlflow.pyfunc import PythonModel
 
-from disambig.optimizers.serving_input import record_inputs, request_records
+from disambig.optimizers.serving_input import check_questions, record_inputs, request_records
 
 ANSWER_FIELDS = ("question", "long_answer", "interpretations", "passages", "trace", "error", "extra")
+
+
+class BadRequest(MlflowException, ValueError):
+    """A request that is not a table of questions; MLflow's scoring server answers it with HTTP 400 and this
+    message (any other exception would reach the client as "unexpected error", its reason hidden)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, error_code=INVALID_PARAMETER_VALUE)
 
 
 class CompiledProgram(PythonModel):
@@ -44,8 +54,13 @@ class CompiledProgram(PythonModel):
     def predict(self, context, model_input, params=None):  # noqa: ANN001, ANN201 - MLflow infers schemas from hints
         import dspy
 
+        try:
+            records = request_records(model_input)
+            check_questions(records)
+        except ValueError as exc:
+            raise BadRequest(str(exc)) from None
         with dspy.context(lm=self.lm, adapter=self.adapter):
-            return [_answer(self.program, record) for record in request_records(model_input)]
+            return [_answer(self.program, record) for record in records]
 
 
 def _answer(program: Any, record: dict[str, Any]) -> dict[str, Any]:
