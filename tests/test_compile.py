@@ -181,27 +181,33 @@ def test_the_served_model_reads_the_numpy_values_mlflows_server_hands_it():
         served.predict(None, {"question": np.array(["a", "b"]), "scope": np.array(["x"])})
 
 
-def test_serve_runs_mlflow_with_this_python_on_the_path(monkeypatch):
-    """``mlflow models serve`` starts ``uvicorn`` by name: it must be found beside this Python, venv active or not."""
-    import os
+def test_serve_runs_the_scoring_app_with_this_python_on_the_fetched_model(monkeypatch):
+    """The server is this Python's uvicorn running ``serving_app.create_app`` (MLflow's scoring server behind the body
+    limit) on the model folder fetched from the tracking store, with the timeout and the limit it is given."""
     import sys
-    import sysconfig
+    from contextlib import contextmanager
 
     from typer.testing import CliRunner
 
-    from disambig.cli import app, process_group
+    from disambig.cli import app, process_group, serve_cmd
 
     seen = {}
-    monkeypatch.setenv("PATH", "/usr/bin")
+
+    @contextmanager
+    def fetched(model_uri, store):
+        seen.update(model_uri=model_uri, store=store)
+        yield "/models/dfa"
+
+    monkeypatch.setattr(serve_cmd, "downloaded", fetched)
     monkeypatch.setattr(process_group, "run_as_group", lambda command, env: seen.update(command=command, env=env) or 0)
     result = CliRunner().invoke(app, ["serve", "models:/disambig-dfa-spiderqa-72/1", "--port", "5077",
-                                      "--tracking-uri", "sqlite:///x.db"])
+                                      "--tracking-uri", "sqlite:///x.db", "--max-request-bytes", "2048"])
     assert result.exit_code == 0, result.output
-    command = seen["command"]
-    assert command[:4] == [sys.executable, "-m", "mlflow", "models"]
-    assert command[command.index("-p") + 1] == "5077" and command[command.index("-t") + 1] == "1800"
-    assert seen["env"]["PATH"].split(os.pathsep)[-2:] == [os.path.dirname(sys.executable), "/usr/bin"]
-    assert seen["env"]["PATH"].split(os.pathsep)[0] == sysconfig.get_path("scripts")
-    assert seen["env"]["MLFLOW_TRACKING_URI"] == "sqlite:///x.db"
+    command, env = seen["command"], seen["env"]
+    assert command[:5] == [sys.executable, "-m", "uvicorn", "--factory", "disambig.optimizers.serving_app:create_app"]
+    assert command[command.index("--port") + 1] == "5077" and command[command.index("--host") + 1] == "127.0.0.1"
+    assert (seen["model_uri"], seen["store"]) == ("models:/disambig-dfa-spiderqa-72/1", "sqlite:///x.db")
+    assert env["DISAMBIG_SERVE_MODEL_PATH"] == "/models/dfa" and env["MLFLOW_TRACKING_URI"] == "sqlite:///x.db"
+    assert env["MLFLOW_SCORING_SERVER_REQUEST_TIMEOUT"] == "1800" and env["DISAMBIG_MAX_REQUEST_BYTES"] == "2048"
     refused = CliRunner().invoke(app, ["serve", "artifacts/dfa/spiderqa-72/labeled-fewshot.json"])
     assert refused.exit_code != 0 and "not an MLflow model URI" in refused.output

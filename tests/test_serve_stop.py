@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -119,6 +120,9 @@ def test_sigterm_to_disambig_serve_stops_the_server_and_frees_the_port(tmp_path)
     server = subprocess.Popen(command, env=env, cwd=tmp_path)
     try:
         assert wait_until(lambda: _pings(port), 240), "the server never answered /ping"
+        assert _post(port, b'{"inputs": ["Who won prize 1?"]}')[0] == 200
+        assert _post(port, b'{"inputs": [123]}')[0] == 400  # the served app refuses, as test_serving_requests shows
+        assert _post(port, b'{"inputs": ["' + b"x" * 1_000_001 + b'"]}')[0] == 413  # the default 1 MB limit
         below = descendants(server.pid)
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=60)
@@ -127,6 +131,16 @@ def test_sigterm_to_disambig_serve_stops_the_server_and_frees_the_port(tmp_path)
     finally:
         if server.poll() is None:
             server.kill()
+
+
+def _post(port: int, body: bytes) -> tuple[int, str]:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/invocations", data=body,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as refused:
+        return refused.code, refused.read().decode()
 
 
 def _pings(port: int) -> bool:

@@ -1,6 +1,7 @@
 """Requests the served program refuses, and how: a question that is not text and a table without a question column
-get HTTP 400 with the reason. Checked on ``CompiledProgram.predict`` and through MLflow's scoring app in this process
-(scripted LM of ``batch_fakes``, a closed-book state saved as a pyfunc model; no server process, no model)."""
+get HTTP 400 with the reason; a body over the size limit gets HTTP 413 before it is read. Checked on
+``CompiledProgram.predict`` and through MLflow's scoring app behind ``BodyLimit`` in this process (scripted LM of
+``batch_fakes``, a closed-book state saved as a pyfunc model; no server process, no model)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from dspy.utils import DummyLM
 from starlette.testclient import TestClient
 
 from disambig.lm.adapter import CompactJSONAdapter
+from disambig.optimizers.serving_app import BodyLimit
 from disambig.optimizers.serving_model import BadRequest, CompiledProgram
 from disambig.programs import build_program
 
@@ -48,9 +50,36 @@ def test_text_questions_and_empty_cells_are_still_answered_row_by_row(served):
     assert answered["error"] == "" and empty["error"] == "ValueError: the row has no question"
 
 
+def echo_app(seen: list):
+    """A tiny ASGI app that answers 200 with the size of the body it read."""
+
+    async def app(scope, receive, send):
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body, more = body + message.get("body", b""), message.get("more_body", False)
+        seen.append(len(body))
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": str(len(body)).encode()})
+
+    return app
+
+
+def test_a_body_over_the_limit_is_refused_with_413_before_the_app_sees_it():
+    seen: list[int] = []
+    client = TestClient(BodyLimit(echo_app(seen), max_bytes=100))
+    assert client.post("/invocations", content=b"x" * 100).text == "100"  # at the limit: passed on whole
+    declared = client.post("/invocations", content=b"x" * 101)
+    assert declared.status_code == 413 and declared.json()["error_code"] == "REQUEST_TOO_LARGE"
+    assert "request body of 101 bytes is over the server's limit of 100 bytes" in declared.json()["message"]
+    streamed = client.post("/invocations", content=iter([b"x" * 60, b"x" * 60]))  # chunked: no Content-Length
+    assert streamed.status_code == 413 and "over 100 bytes" in streamed.json()["message"]
+    assert seen == [100]
+
+
 @pytest.fixture
 def scoring_client(tmp_path, monkeypatch) -> TestClient:
-    """MLflow's scoring app for a closed-book state saved as a pyfunc model."""
+    """MLflow's scoring app for a closed-book state saved as a pyfunc model, behind a 2 kB limit."""
     from mlflow.pyfunc import scoring_server
 
     from disambig.optimizers.artifact import save_artifact
@@ -61,7 +90,7 @@ def scoring_client(tmp_path, monkeypatch) -> TestClient:
     state = save_artifact(build_program("closed-book"), tmp_path / "art" / "plain.json",
                           {"program": "closed-book", "optimizer": "none"})
     model = scoring_server.load_model_with_mlflow_config(save_pyfunc(state, tmp_path / "model"))
-    return TestClient(scoring_server.init(model))
+    return TestClient(BodyLimit(scoring_server.init(model), max_bytes=2_000))
 
 
 @pytest.mark.parametrize(("payload", "status", "said"), [
@@ -69,6 +98,7 @@ def scoring_client(tmp_path, monkeypatch) -> TestClient:
     ({"inputs": [123]}, 400, "question must be text, got int 123"),
     ({"dataframe_split": {"columns": ["q"], "data": [["Who won prize 1?"]]}}, 400,
      "input needs a 'question' column, got columns ['q']"),
+    ({"inputs": ["Who won prize 1?" + " really" * 300]}, 413, "over the server's limit of 2,000 bytes"),
 ])
 def test_the_scoring_app_answers_or_says_why_not(scoring_client, payload, status, said):
     response = scoring_client.post("/invocations", content=json.dumps(payload),

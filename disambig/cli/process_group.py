@@ -1,7 +1,7 @@
 """Run a server command as its own process group, so that stopping this process stops everything it started.
 
-``mlflow models serve`` starts ``uvicorn``, which starts its workers. Signalled alone, the parent would leave them
-running (still bound to the port), so the command runs in a new session, every stop signal this process receives
+A server (``uvicorn``, ``mlflow models serve``) may start processes of its own. Signalled alone, the command would
+leave them running (still bound to the port), so it runs in a new session, every stop signal this process receives
 is passed to that whole group, and the group is terminated (then killed) when the command ends for any reason.
 """
 

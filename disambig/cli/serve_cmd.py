@@ -1,10 +1,12 @@
-"""``disambig serve``: serve a registered compiled program over HTTP with ``mlflow models serve``."""
+"""``disambig serve``: serve a registered compiled program over HTTP with MLflow's scoring server
+(``disambig.optimizers.serving_app``)."""
 
 from __future__ import annotations
 
 import os
-import sys
-import sysconfig
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import typer
 
@@ -22,25 +24,43 @@ def serve(
     timeout: int = typer.Option(1800, "--timeout", min=1,
                                 help="Seconds a request may take (MLflow's default, 60, is less than one DFA question "
                                      "on the embedded LM)."),
+    max_request_bytes: int = typer.Option(1_000_000, "--max-request-bytes", min=1,
+                                          help="Largest request body; a larger one is refused with HTTP 413 before it "
+                                               "is read."),
 ) -> None:
     """Answer POST /invocations {"inputs": ["question", ...]} with the compiled program (JSON state, no pickle).
 
     A count program (dfa, ...) counts over chunks: send rows with the chunk file and the scope, as
     {"dataframe_records": [{"question": ..., "corpus": ".../corpus.jsonl", "scope": "DB_ID"}]}. The corpus is a
     path on the serving machine, read as the server's user: keep the default host (127.0.0.1) unless the clients
-    are trusted.
+    are trusted. A body over --max-request-bytes gets HTTP 413, a request that is not a table of questions (no
+    question column, a question that is not text) HTTP 400 with the reason.
 
     The server runs as its own process group: stopping this command (SIGTERM, SIGINT, SIGHUP) stops the server and
     its workers with it.
     """
     from disambig.evaluation.tracking import tracking_uri as resolve_uri
+    from disambig.optimizers.serving_app import serve_command
 
     if not model_uri.startswith(("models:/", "runs:/")):
         raise ConfigurationError(f"{model_uri!r} is not an MLflow model URI; compile with tracking on to get one")
-    # mlflow starts `uvicorn` by name: find it beside this Python even when its environment is not activated
-    scripts = dict.fromkeys([sysconfig.get_path("scripts"), os.path.dirname(sys.executable)])
-    path = os.pathsep.join(p for p in (*scripts, os.environ.get("PATH", "")) if p)
-    env = {**os.environ, "MLFLOW_TRACKING_URI": resolve_uri(tracking_uri), "PATH": path}
-    command = [sys.executable, "-m", "mlflow", "models", "serve", "-m", model_uri, "--env-manager", "local",
-               "-h", host, "-p", str(port), "-t", str(timeout)]
-    raise typer.Exit(process_group.run_as_group(command, env))
+    store = resolve_uri(tracking_uri)
+    with downloaded(model_uri, store) as folder:
+        command, variables = serve_command(folder, host, port, timeout, max_request_bytes)
+        code = process_group.run_as_group(command, {**os.environ, "MLFLOW_TRACKING_URI": store, **variables})
+    raise typer.Exit(code)
+
+
+@contextmanager
+def downloaded(model_uri: str, store: str) -> Iterator[str]:
+    """The model's folder, fetched from the MLflow ``store`` into a temporary folder kept while the server runs."""
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    with tempfile.TemporaryDirectory(prefix="disambig-serve-") as folder:
+        try:
+            path = mlflow.artifacts.download_artifacts(artifact_uri=model_uri, dst_path=folder, tracking_uri=store)
+        except MlflowException as exc:
+            raise ConfigurationError(f"cannot fetch {model_uri!r} from the MLflow store {store}: {exc.message}") \
+                from None
+        yield path

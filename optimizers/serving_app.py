@@ -1,0 +1,84 @@
+"""The HTTP app ``disambig serve`` runs: MLflow's scoring server for a compiled program's pyfunc model, behind a limit
+on the size of a request body.
+
+MLflow's server reads and parses any body, however large, and the program then tokenises it; a body over the limit
+is refused here with HTTP 413 before any of that. uvicorn builds the app with ``create_app`` (``--factory``), from
+the variables ``serve_command`` sets: nothing is loaded when this module is imported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+MODEL_PATH_ENV = "DISAMBIG_SERVE_MODEL_PATH"
+MAX_BYTES_ENV = "DISAMBIG_MAX_REQUEST_BYTES"
+DEFAULT_MAX_BYTES = 1_000_000
+TIMEOUT_ENV = "MLFLOW_SCORING_SERVER_REQUEST_TIMEOUT"  # read by MLflow's scoring server
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+class BodyLimit:
+    """ASGI middleware: a request whose body is over ``max_bytes`` gets HTTP 413 with a JSON error (the declared
+    ``Content-Length`` is checked first; a body without one is counted as it arrives), and never reaches ``app``."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            await self._refuse(send, int(declared))
+            return
+        body, more = b"", True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away
+                return
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > self.max_bytes:
+                await self._refuse(send, len(body), exact=False)
+                return
+        replay: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
+
+        async def receive_body() -> Message:
+            return replay.pop() if replay else await receive()
+
+        await self.app(scope, receive_body, send)
+
+    async def _refuse(self, send: Send, size: int, exact: bool = True) -> None:
+        measured = f"{size:,} bytes" if exact else f"over {self.max_bytes:,} bytes"
+        message = (f"request body of {measured} is over the server's limit of {self.max_bytes:,} bytes; send fewer "
+                   f"or shorter questions per request, or restart the server with a larger --max-request-bytes")
+        content = json.dumps({"error_code": "REQUEST_TOO_LARGE", "message": message}).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(content)).encode())]
+        await send({"type": "http.response.start", "status": 413, "headers": headers})
+        await send({"type": "http.response.body", "body": content})
+
+
+def create_app() -> BodyLimit:
+    """MLflow's scoring app for the model folder in ``DISAMBIG_SERVE_MODEL_PATH``, behind ``BodyLimit`` with the
+    limit in ``DISAMBIG_MAX_REQUEST_BYTES``."""
+    from mlflow.pyfunc import scoring_server
+
+    model = scoring_server.load_model_with_mlflow_config(os.environ[MODEL_PATH_ENV])
+    return BodyLimit(scoring_server.init(model), int(os.environ.get(MAX_BYTES_ENV, DEFAULT_MAX_BYTES)))
+
+
+def serve_command(model_path: str, host: str, port: int, timeout: int, max_bytes: int) -> tuple[list[str], dict]:
+    """The uvicorn command (this Python's) that serves the model folder ``model_path``, and the variables it needs."""
+    command = [sys.executable, "-m", "uvicorn", "--factory", f"{__name__}:create_app", "--host", host,
+               "--port", str(port), "--workers", "1"]
+    return command, {MODEL_PATH_ENV: model_path, MAX_BYTES_ENV: str(max_bytes), TIMEOUT_ENV: str(timeout)}
