@@ -36,6 +36,9 @@ class Settings:
         repetition_guard: stop an embedded-LM reply once a run of N words occurs R times in the text being written,
             and cut it to its last whole sentence before the loop: ``NxR`` (default ``6x3``) or ``off``.
         repeat_penalty: llama.cpp's repetition penalty of the embedded LM (1.0: off).
+        api_base: the OpenAI-compatible endpoint (``http://HOST:PORT/v1``) that LiteLLM-style LM specs
+            (``openai/MODEL``) are sent to; empty means the provider's own. Its key is read from the environment
+            (``disambig.lm.endpoint``), never held here.
     """
 
     lm: str = "local"
@@ -49,6 +52,7 @@ class Settings:
     prompt_cache_mb: int = 512
     repetition_guard: str = "6x3"
     repeat_penalty: float = 1.0
+    api_base: str = ""
 
     def with_overrides(self, **overrides: object) -> Settings:
         """Return a copy with every override that is not None applied."""

@@ -2,29 +2,44 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 from disambig.settings import Settings
 
 RESPONSE_CACHE_SUBDIR = "dspy"
+logger = logging.getLogger(__name__)
 
 
 def build_lm(settings: Settings, spec: str | None = None, **kwargs: Any) -> Any:
     """The ``dspy.LM`` named by ``spec`` (default: the settings' LM), with the settings' threads, context,
     decoding preset, repetition guard and penalty (embedded models only) and response cache (``settings.lm_cache``
     turns DSPy's cache on, in the project cache directory). An embedded model warns once when it decodes far below
-    its expected speed (``disambig.lm.speed``)."""
-    from disambig.lm import make_lm
+    its expected speed (``disambig.lm.speed``).
+
+    A remote spec goes to ``settings.api_base`` when one is set, after one ``GET /models`` that checks the endpoint
+    answers, accepts the key and serves the model (``disambig.lm.endpoint``; a ``ConfigurationError`` otherwise).
+    """
+    from disambig.lm import make_lm, parse_spec
     from disambig.lm.decoding import decoding_kwargs
     from disambig.lm.speed import watch_decode_speed
 
+    spec = spec or settings.lm
+    remote: dict[str, Any] = {}
+    if settings.api_base:
+        if parse_spec(spec).is_local:
+            logger.warning("the API base %s is not used: LM %r runs in-process", settings.api_base, spec)
+        else:
+            from disambig.lm.endpoint import remote_kwargs
+
+            remote = remote_kwargs(spec, settings.api_base)
     if settings.lm_cache:
         use_response_cache(settings.cache_dir)
-    lm = make_lm(spec or settings.lm, threads=settings.threads, ctx=settings.ctx, cache_dir=settings.cache_dir,
+    lm = make_lm(spec, threads=settings.threads, ctx=settings.ctx, cache_dir=settings.cache_dir,
                  cache=settings.lm_cache, prompt_cache_mb=settings.prompt_cache_mb,
                  repetition_guard=settings.repetition_guard, repeat_penalty=settings.repeat_penalty,
-                 **{**decoding_kwargs(settings.decoding), **kwargs})
+                 **remote, **{**decoding_kwargs(settings.decoding), **kwargs})
     return watch_decode_speed(lm)  # an embedded model warns once when it decodes far below its expected speed
 
 
@@ -56,3 +71,20 @@ def configure_dspy(lm: Any) -> None:
     import dspy
 
     dspy.configure(lm=lm, adapter=default_adapter())
+
+
+def check_remote_lm(settings: Settings, spec: str | None = None) -> None:
+    """Check, with one ``GET /models``, that the endpoint of a remote LM (``spec``, default the settings' LM) answers,
+    accepts the key and serves the model, before a command starts work it would do elsewhere (a server, Spark
+    executors). Nothing happens without ``settings.api_base`` or for a local spec.
+
+    Raises:
+        ConfigurationError: see ``disambig.lm.endpoint.check_endpoint``.
+    """
+    from disambig.lm import parse_spec
+
+    spec = spec or settings.lm
+    if settings.api_base and not parse_spec(spec).is_local:
+        from disambig.lm.endpoint import remote_kwargs
+
+        remote_kwargs(spec, settings.api_base)

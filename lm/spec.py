@@ -104,8 +104,9 @@ def make_lm(
     Args:
         spec: see the module docstring.
         temperature: sampling temperature (0 = greedy).
-        max_tokens: generation cap per call; the embedded model defaults to 256.
-        api_base, api_key: for LiteLLM models only.
+        max_tokens: generation cap per call; the embedded model and a model at an ``api_base`` default to 256.
+        api_base, api_key: for LiteLLM models only; with ``api_base`` the LM is an ``EndpointLM`` (JSON schemas
+            are sent as ``response_format``).
         threads: CPU threads of the in-process model.
         ctx: context window of the in-process model.
         cache: keep DSPy's response cache on (off by default so measurements are real).
@@ -131,7 +132,7 @@ def make_lm(
             raise ConfigurationError("api_base/api_key apply to LiteLLM models, not to a local GGUF")
         from disambig.lm.llama_engine import LlamaEngine
 
-        path, sha256 = _local_file(parsed, cache_dir)
+        path, sha256 = local_file(parsed, cache_dir)
         extra = {} if prompt_cache_mb is None else {"prompt_cache_mb": prompt_cache_mb}
         engine = LlamaEngine(str(path), threads=threads, ctx=ctx, sha256=sha256, repetition_guard=repetition_guard,
                              repeat_penalty=repeat_penalty, **extra)
@@ -145,10 +146,15 @@ def make_lm(
             **kwargs,
         )
     extra = {k: v for k, v in {"api_base": api_base, "api_key": api_key}.items() if v}
+    if api_base:  # an OpenAI-compatible server: JSON schemas honoured, replies capped as the embedded model's
+        from disambig.lm.endpoint import EndpointLM
+
+        return EndpointLM(parsed.model, temperature=temperature, max_tokens=max_tokens or LOCAL_MAX_TOKENS,
+                          cache=cache, **extra, **kwargs)
     return dspy.LM(parsed.model, temperature=temperature, max_tokens=max_tokens, cache=cache, **extra, **kwargs)
 
 
-def _local_file(parsed: LMSpec, cache_dir: str | Path | None) -> tuple[Path, str | None]:
+def local_file(parsed: LMSpec, cache_dir: str | Path | None) -> tuple[Path, str | None]:
     """The GGUF to load and its pinned hash (None when nothing is pinned for it)."""
     if parsed.embedded is None:
         return parsed.gguf, None  # type: ignore[return-value]

@@ -72,5 +72,5 @@ def test_an_empty_cache_dir_means_the_settings_cache_not_the_working_directory(m
     asked = []
     embedded = SimpleNamespace(locate=lambda cache_dir: asked.append(cache_dir) or tmp_path / "m.gguf", sha256="x")
     monkeypatch.setenv("DISAMBIG_CACHE_DIR", str(tmp_path / "cache"))
-    spec_module._local_file(SimpleNamespace(embedded=embedded), given)
+    spec_module.local_file(SimpleNamespace(embedded=embedded), given)
     assert asked == [str(tmp_path / "cache")]

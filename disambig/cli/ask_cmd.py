@@ -31,6 +31,7 @@ def ask(
                                                                   "each clarification here and use the reply; "
                                                                   "without it the most literal reading is taken."),
     lm: str | None = options.LM,
+    api_base: str | None = options.API_BASE,
     verifier_lm: str | None = options.VERIFIER_LM,
     decoding: str | None = options.DECODING,
     repetition_guard: str | None = options.REPETITION_GUARD,

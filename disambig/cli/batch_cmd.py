@@ -27,6 +27,7 @@ def batch(
     master: str = MASTER,
     partitions: int | None = PARTITIONS,
     lm: str | None = options.LM,
+    api_base: str | None = options.API_BASE,
     verifier_lm: str | None = options.VERIFIER_LM,
     decoding: str | None = options.DECODING,
     repetition_guard: str | None = options.REPETITION_GUARD,
@@ -40,11 +41,13 @@ def batch(
     import mlflow
 
     from disambig.evaluation.tracking import tracking_uri as resolve_uri
+    from disambig.lm.runtime import check_remote_lm
     from disambig.optimizers.batch import check_engine, run_batch
 
     check_engine(engine, partitions)
     options.export_lm_roles(verifier_lm, decoding, repetition_guard, repeat_penalty)
     settings = load_settings(lm=lm, threads=threads, lm_cache=cache)
+    check_remote_lm(settings)  # a remote LM's endpoint, once, before any row is read or written
     mlflow.set_tracking_uri(resolve_uri(tracking_uri))
     console = Console(stderr=True)
     with _progress(console) as progress:

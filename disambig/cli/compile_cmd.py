@@ -41,6 +41,7 @@ def compile_(
     tune_knobs: int = typer.Option(0, "--tune-knobs", min=0,
                                    help="Optuna trials over the program's numeric knobs before compiling (0 = off)."),
     lm: str | None = options.LM,
+    api_base: str | None = options.API_BASE,
     verifier_lm: str | None = options.VERIFIER_LM,
     decoding: str | None = options.DECODING,
     repetition_guard: str | None = options.REPETITION_GUARD,

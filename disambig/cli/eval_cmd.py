@@ -26,6 +26,7 @@ def evaluate(
     corpus: str | None = typer.Option(None, "--corpus", help="Corpus the retriever searches (default: a BEIR "
                                       "folder's own or the one its manifest names, else wiki-slice)."),
     lm: str | None = options.LM,
+    api_base: str | None = options.API_BASE,
     verifier_lm: str | None = options.VERIFIER_LM,
     decoding: str | None = options.DECODING,
     repetition_guard: str | None = options.REPETITION_GUARD,

@@ -1,4 +1,4 @@
-"""``disambig lm check``: load the LM, measure its speed, and prove structured output parses."""
+"""``disambig lm check`` and ``disambig lm serve``: measure the LM; serve it over an OpenAI-compatible HTTP API."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from disambig.cli import options
 from disambig.cli.errors import user_errors
 from disambig.settings import load_settings
 
-app = typer.Typer(no_args_is_help=True, help="Inspect the language model.")
+app = typer.Typer(no_args_is_help=True, help="Inspect or serve the language model.")
 
 
 @app.command("check")
@@ -27,3 +27,41 @@ def check(lm: str | None = options.LM, threads: int | None = options.THREADS) ->
     for key, value in report.rows():
         table.add_row(key, value)
     Console().print(table)
+
+
+@app.command("serve")
+@user_errors
+def serve(
+    model: str = typer.Option("local", "--model", metavar="SPEC",
+                              help="Local model: local, local:NAME (smollm2, qwen2.5-0.5b) or local:/path/model.gguf."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (keep loopback unless clients are "
+                                                         "trusted: the API has no key)."),
+    port: int = typer.Option(8000, "--port", min=1, max=65535),
+    parallel: int = typer.Option(1, "--parallel", min=1, metavar="N",
+                                 help="Requests answered at once: N server processes on the port, each with its own "
+                                      "context and THREADS/N threads (llama-cpp-python answers one at a time)."),
+    ctx: int | None = typer.Option(None, "--ctx", min=256, metavar="N",
+                                   help="Context window in tokens (env DISAMBIG_CTX, default 8192)."),
+    threads: int | None = options.THREADS,
+    repeat_penalty: float | None = options.REPEAT_PENALTY,
+) -> None:
+    """Serve MODEL at http://HOST:PORT/v1 (OpenAI-compatible: /v1/models, /v1/chat/completions with JSON-schema
+    response_format and logprobs) until Ctrl-C or SIGTERM. Clients: --lm openai/MODEL_ID --api-base URL."""
+    from disambig.lm.server import check_port, serve_config
+    from disambig.lm.server import serve as run_server
+
+    check_port(host, port)  # before a model is assembled or loaded
+    settings = load_settings(threads=threads, repeat_penalty=repeat_penalty)
+    config = serve_config(model, cache_dir=settings.cache_dir, host=host, port=port, parallel=parallel,
+                          ctx=ctx or settings.ctx, threads=settings.threads, repeat_penalty=settings.repeat_penalty)
+    workers = f"{parallel} processes x {config.worker_threads} threads" if parallel > 1 else \
+        f"{config.worker_threads} threads"
+    typer.echo(f"serving {config.model_id} ({config.model_path}; {workers}, context {config.ctx}) at {config.url}",
+               err=True)
+
+    def ready() -> None:
+        typer.echo(f"ready: {config.url} model id {config.model_id!r}; clients: --lm openai/{config.model_id} "
+                   f"--api-base {config.url} (Ctrl-C stops)")
+
+    run_server(config, on_ready=ready)
+    typer.echo("stopped", err=True)

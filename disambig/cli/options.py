@@ -8,6 +8,22 @@ from typing import Any
 import typer
 
 LM = typer.Option(None, "--lm", help="LM spec: local, local:/path.gguf or a LiteLLM model (env DISAMBIG_LM).")
+
+
+def _export_api_base(value: str | None) -> str | None:
+    """Make ``--api-base`` the run's ``DISAMBIG_API_BASE``, which every LM built from settings reads (the program,
+    judge, verifier and reflection LMs, and Spark executors)."""
+    import os
+
+    if value is not None:
+        os.environ["DISAMBIG_API_BASE"] = value
+    return value
+
+
+API_BASE = typer.Option(None, "--api-base", metavar="URL", callback=_export_api_base,
+                        help="OpenAI-compatible endpoint of a remote --lm such as openai/MODEL, e.g. "
+                             "http://127.0.0.1:8000/v1 from `disambig lm serve` (env DISAMBIG_API_BASE; key from env "
+                             "DISAMBIG_API_KEY or OPENAI_API_KEY). Checked with one request before the run.")
 THREADS = typer.Option(None, "--threads", min=1,
                        help="CPU threads (env DISAMBIG_THREADS; default: the cores other processes leave free now).")
 CACHE = typer.Option(None, "--cache/--no-cache",

@@ -27,6 +27,7 @@ def eval_retrieval(
     embedder: str = index_cmd.EMBEDDER,
     threads: int | None = options.THREADS,
     lm: str | None = options.LM,
+    api_base: str | None = options.API_BASE,
     temperature: float | None = search_cmd.TEMPERATURE,
     expansion_state: str | None = search_cmd.EXPANSION_STATE,
     out: Path | None = typer.Option(None, "--out", help="Also write the scores as JSON to this file."),

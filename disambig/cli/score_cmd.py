@@ -39,6 +39,7 @@ def score(
     reader: Path | None = typer.Option(None, "--reader", help="Local Hugging Face QA model folder, for "
                                        "disambig-f1 and ADF's ASQA D-F1 (nothing is downloaded).", file_okay=False),
     judge_lm: str | None = typer.Option(None, "--judge-lm", help="LM spec for judge metrics (env DISAMBIG_JUDGE_LM)."),
+    api_base: str | None = options.API_BASE,
     proxy_top: int | None = options.PROXY_TOP,
     proxy_retriever: str = options.PROXY_RETRIEVER,
     corpus: str = typer.Option("wiki-slice", "--corpus", "--proxy-corpus", help="Corpus U_q is retrieved from."),

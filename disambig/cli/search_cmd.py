@@ -30,6 +30,7 @@ def search(
     embedder: str = index_cmd.EMBEDDER,
     threads: int | None = options.THREADS,
     lm: str | None = options.LM,
+    api_base: str | None = options.API_BASE,
     temperature: float | None = TEMPERATURE,
     expansion_state: str | None = EXPANSION_STATE,
 ) -> None:

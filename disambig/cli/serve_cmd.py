@@ -21,6 +21,7 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host"),
     port: int = typer.Option(5001, "--port", min=1, max=65535),
     tracking_uri: str | None = options.TRACKING_URI,
+    api_base: str | None = options.API_BASE,
     timeout: int = typer.Option(1800, "--timeout", min=1,
                                 help="Seconds a request may take (MLflow's default, 60, is less than one DFA question "
                                      "on the embedded LM)."),
@@ -40,10 +41,13 @@ def serve(
     its workers with it.
     """
     from disambig.evaluation.tracking import tracking_uri as resolve_uri
+    from disambig.lm.runtime import check_remote_lm
     from disambig.optimizers.serving_app import serve_command
+    from disambig.settings import load_settings
 
     if not model_uri.startswith(("models:/", "runs:/")):
         raise ConfigurationError(f"{model_uri!r} is not an MLflow model URI; compile with tracking on to get one")
+    check_remote_lm(load_settings())  # the served program's LM (DISAMBIG_LM) at --api-base, before the server starts
     store = resolve_uri(tracking_uri)
     with downloaded(model_uri, store) as folder:
         command, variables = serve_command(folder, host, port, timeout, max_request_bytes)

@@ -1,0 +1,272 @@
+"""Serve an embedded model (or any GGUF) over HTTP with llama-cpp-python's OpenAI-compatible server.
+
+``disambig lm serve`` runs ``llama_cpp.server`` (the ``[server]`` extra: FastAPI + uvicorn) with the same GGUF,
+hash check, CPU backend and decoding defaults as the in-process engine, so ``--lm openai/MODEL_ID --api-base URL``
+asks the same model over HTTP: ``/v1/models``, ``/v1/chat/completions`` with a JSON schema in ``response_format``
+(decoded under a grammar) and token ``logprobs``.
+
+Two things about the maintained server are adapted in front of it, request by request, by ``OpenAIRequests``:
+it reads a schema only as ``{"type": "json_object", "schema": ...}`` (OpenAI clients send ``{"type":
+"json_schema", "json_schema": {"schema": ...}}``), and its repetition penalty defaults to 1.1 where the embedded
+engine's is 1.0. The embedded engine's repetition guard (a stopping rule inside the process) has no HTTP form and
+does not apply to served replies.
+
+llama-cpp-python's server answers one request at a time per process; ``parallel`` > 1 runs that many uvicorn
+worker processes on the one port, each with its own context (the weights are memory-mapped, so shared).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import socket
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from disambig.errors import ConfigurationError
+from disambig.lm.schema import bounded_schema
+
+CONFIG_ENV = "DISAMBIG_SERVE_CONFIG"
+"""How ``serve`` hands its configuration to worker processes (``parallel`` > 1), which build the app themselves."""
+GRACEFUL_SHUTDOWN_S = 5
+READY_TIMEOUT_S = 600.0
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """What ``serve`` runs: the GGUF, the id clients name it by, where it listens, and how it decodes.
+
+    Attributes:
+        model_path: the GGUF file.
+        model_id: the model id ``/v1/models`` lists and requests name (``--lm openai/MODEL_ID``).
+        sha256: the pinned hash checked before the model loads (None when nothing is pinned for the file).
+        host, port: where the server listens.
+        parallel: requests answered at once (worker processes).
+        ctx: context window of each worker, in tokens.
+        threads: CPU threads in all; each worker gets ``threads // parallel`` (at least 1).
+        repeat_penalty: the repetition penalty of requests that do not set one (the embedded engine's default, 1.0).
+    """
+
+    model_path: str
+    model_id: str
+    sha256: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 8000
+    parallel: int = 1
+    ctx: int = 8192
+    threads: int = 2
+    repeat_penalty: float = 1.0
+
+    @property
+    def url(self) -> str:
+        """The API root clients pass as ``--api-base``."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/v1"
+
+    @property
+    def worker_threads(self) -> int:
+        return max(1, self.threads // self.parallel)
+
+
+def serve_config(spec: str, *, cache_dir: str, host: str = "127.0.0.1", port: int = 8000, parallel: int = 1,
+                 ctx: int = 8192, threads: int = 2, repeat_penalty: float = 1.0) -> ServeConfig:
+    """The ``ServeConfig`` of a local LM spec (``local``, ``local:NAME``, ``local:/path/model.gguf``).
+
+    The model id is the embedded model's name (``smollm2``, ``qwen2.5-0.5b``) or the GGUF file's stem. An embedded
+    model assembled from chunks is assembled (and verified) here if it is not in ``cache_dir`` yet.
+
+    Raises:
+        ConfigurationError: the spec names a remote model, or a setting is out of range.
+    """
+    from disambig.lm.spec import local_file, parse_spec
+
+    parsed = parse_spec(spec)
+    if not parsed.is_local:
+        raise ConfigurationError(f"lm serve serves a local model (local, local:NAME or local:/path/model.gguf); "
+                                 f"{spec!r} is a remote model, use it directly with --lm")
+    if parallel < 1 or threads < 1 or ctx < 1 or not 0 < port < 65536:
+        raise ConfigurationError(f"parallel={parallel}, threads={threads}, ctx={ctx} must be at least 1 and "
+                                 f"port={port} within 1-65535")
+    path, sha256 = local_file(parsed, cache_dir)
+    model_id = parsed.embedded.name if parsed.embedded is not None else path.stem
+    return ServeConfig(model_path=str(path), model_id=model_id, sha256=sha256, host=host, port=port,
+                       parallel=parallel, ctx=ctx, threads=threads, repeat_penalty=repeat_penalty)
+
+
+def check_port(host: str, port: int) -> None:
+    """Refuse a port something already listens on, before any model loads.
+
+    Raises:
+        ConfigurationError: the address is in use or cannot be bound.
+    """
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as exc:
+        raise ConfigurationError(f"--host {host!r} does not resolve ({exc.strerror}); use e.g. 127.0.0.1") from None
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is not "in use"
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise ConfigurationError(f"port {port} on {host} is in use; stop what listens there or choose "
+                                         "another with --port") from None
+            raise ConfigurationError(f"cannot listen on {host}:{port} ({exc.strerror})") from None
+
+
+def build_app(config: ServeConfig) -> Any:
+    """llama-cpp-python's FastAPI app with the model loaded, behind ``OpenAIRequests``.
+
+    Raises:
+        MissingDependencyError: llama-cpp-python's ``[server]`` extra is not installed.
+        ModelIntegrityError: the GGUF does not match its pinned hash (it is deleted).
+    """
+    from disambig.lm.chunks import verify_or_discard
+    from disambig.lm.llama_engine import load_cpu_backends
+
+    try:
+        from llama_cpp.server.app import create_app
+        from llama_cpp.server.settings import ModelSettings, ServerSettings
+    except ImportError as exc:
+        from disambig.errors import MissingDependencyError
+
+        raise MissingDependencyError(f"llama-cpp-python's server is not installed ({exc.name} is missing); install "
+                                     "it with `pip install 'llama-cpp-python[server]'` (or `make install`)") from None
+    if config.sha256 is not None:
+        verify_or_discard(config.model_path, config.sha256, Path(config.model_path).name)
+    load_cpu_backends()  # a runtime-dispatch build of llama.cpp loads no CPU backend by itself
+    model = ModelSettings(model=config.model_path, model_alias=config.model_id, n_ctx=config.ctx,
+                          n_threads=config.worker_threads, n_threads_batch=config.worker_threads,
+                          logits_all=True,  # token logprobs need every position's logits
+                          verbose=False)
+    app = create_app(server_settings=ServerSettings(host=config.host, port=config.port), model_settings=[model])
+    return OpenAIRequests(app, repeat_penalty=config.repeat_penalty)
+
+
+def app_from_env() -> Any:
+    """The app of a worker process: ``build_app`` of the configuration ``serve`` put in ``DISAMBIG_SERVE_CONFIG``."""
+    return build_app(ServeConfig(**json.loads(os.environ[CONFIG_ENV])))
+
+
+def serve(config: ServeConfig, on_ready: Callable[[], None] | None = None) -> None:
+    """Serve until Ctrl-C or SIGTERM, then stop cleanly and return.
+
+    ``on_ready`` is called once ``/v1/models`` answers. With one worker the model loads here before the port is
+    taken (a bad model fails before anything listens); with more, each worker process loads its own.
+
+    Raises:
+        ConfigurationError: the port is in use.
+    """
+    import uvicorn
+
+    check_port(config.host, config.port)
+    if config.parallel == 1:
+        target: Any = build_app(config)
+        extra: dict[str, Any] = {}
+    else:
+        os.environ[CONFIG_ENV] = json.dumps(asdict(config))
+        target, extra = f"{__name__}:app_from_env", {"factory": True, "workers": config.parallel}
+    if on_ready is not None:
+        threading.Thread(target=_call_when_ready, args=(config.url, on_ready), daemon=True).start()
+    with _stop_quietly():
+        uvicorn.run(target, host=config.host, port=config.port, log_level="warning", access_log=False,
+                    timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S, **extra)
+
+
+def _call_when_ready(url: str, on_ready: Callable[[], None], timeout: float = READY_TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/models", timeout=2) as reply:
+                if reply.status == 200:
+                    on_ready()
+                    return
+        except OSError:
+            pass
+        time.sleep(0.2)
+
+
+@contextmanager
+def _stop_quietly() -> Iterator[None]:
+    """While serving, Ctrl-C and SIGTERM only stop the server: uvicorn shuts down on them and raises them again
+    once done, which these handlers absorb, so the command returns instead of dying with a traceback."""
+    stops = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.signal(sig, lambda *_: None) for sig in stops}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def openai_chat_request(body: dict[str, Any], repeat_penalty: float = 1.0) -> dict[str, Any]:
+    """An OpenAI chat-completions request body as llama-cpp-python's server reads it (a new dict).
+
+    - ``response_format: {"type": "json_schema", "json_schema": {"schema": S}}`` becomes ``{"type": "json_object",
+      "schema": S'}``, S' being S with its open arrays bounded as the embedded engine bounds them
+      (``disambig.lm.schema.bounded_schema``); without a schema it is plain JSON mode.
+    - ``max_completion_tokens`` (OpenAI's newer name) becomes ``max_tokens`` when that is not given.
+    - ``repeat_penalty`` defaults to ``repeat_penalty`` (the server's own default is 1.1).
+    """
+    out = dict(body)
+    fmt = out.get("response_format")
+    if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+        schema = (fmt.get("json_schema") or {}).get("schema")
+        out["response_format"] = {"type": "json_object", **({"schema": bounded_schema(schema)} if schema else {})}
+    if "max_tokens" not in out and out.get("max_completion_tokens") is not None:
+        out["max_tokens"] = out["max_completion_tokens"]
+    out.pop("max_completion_tokens", None)
+    out.setdefault("repeat_penalty", repeat_penalty)
+    return out
+
+
+class OpenAIRequests:
+    """ASGI middleware: rewrite each ``POST .../chat/completions`` body with ``openai_chat_request``; pass
+    everything else through untouched."""
+
+    def __init__(self, app: Any, repeat_penalty: float = 1.0) -> None:
+        self.app = app
+        self.repeat_penalty = repeat_penalty
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or not scope["path"].endswith("/chat/completions"):
+            await self.app(scope, receive, send)
+            return
+        chunks = []
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away before sending its body
+                return
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body = self._rewrite(b"".join(chunks))
+        headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"]
+        headers.append((b"content-length", str(len(body)).encode()))
+        delivered = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app({**scope, "headers": headers}, replay, send)
+
+    def _rewrite(self, body: bytes) -> bytes:
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            return body  # the server answers malformed JSON with its own 422
+        if not isinstance(parsed, dict):
+            return body
+        return json.dumps(openai_chat_request(parsed, self.repeat_penalty)).encode()

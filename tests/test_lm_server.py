@@ -1,0 +1,195 @@
+"""`disambig lm serve`: request adaptation and port checks (fast), and a real server on loopback with the embedded
+SmolLM2 answering `disambig ask` over HTTP (slow). Every slow test stops its server, also when it fails."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from disambig.errors import ConfigurationError
+from disambig.lm.server import check_port, openai_chat_request, serve_config
+
+DISAMBIG = [str(Path(sys.executable).with_name("disambig"))]  # the installed command, as a user runs it
+SCHEMA = {"type": "object", "properties": {"person": {"type": "string"}, "year": {"type": "integer"}},
+          "required": ["person", "year"]}
+
+
+def test_a_json_schema_response_format_becomes_the_servers_schema_form():
+    body = {"model": "m", "response_format": {"type": "json_schema", "json_schema": {"name": "o", "strict": True,
+                                                                                     "schema": SCHEMA}}}
+    assert openai_chat_request(body)["response_format"] == {"type": "json_object", "schema": SCHEMA}
+    assert body["response_format"]["type"] == "json_schema"  # the input is not changed
+
+
+def test_open_arrays_are_bounded_as_in_process():
+    schema = {"type": "object", "properties": {"xs": {"type": "array", "items": {"type": "string"}}}}
+    fmt = openai_chat_request({"response_format": {"type": "json_schema", "json_schema": {"schema": schema}}})
+    assert fmt["response_format"]["schema"]["properties"]["xs"]["maxItems"] == 6
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    ({"response_format": {"type": "json_object"}}, {"response_format": {"type": "json_object"}}),
+    ({"response_format": {"type": "json_schema", "json_schema": {}}}, {"response_format": {"type": "json_object"}}),
+    ({"max_completion_tokens": 64}, {"max_tokens": 64}),
+    ({"max_tokens": 32, "max_completion_tokens": 64}, {"max_tokens": 32}),
+    ({"repeat_penalty": 1.3}, {"repeat_penalty": 1.3}),
+])
+def test_other_fields(body, expected):
+    assert openai_chat_request(body) == {"repeat_penalty": 1.0, **expected}
+
+
+def test_a_port_in_use_is_refused_in_one_line():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ConfigurationError, match=rf"^port {port} on 127.0.0.1 is in use; .* --port$"):
+            check_port("127.0.0.1", port)
+
+
+@pytest.mark.parametrize(("spec", "match"), [
+    ("openai/gpt-4o-mini", "is a remote model"),
+    ("local:/no/such.gguf", "does not exist"),
+])
+def test_only_local_models_are_served(spec, match, tmp_path):
+    with pytest.raises(ConfigurationError, match=match):
+        serve_config(spec, cache_dir=str(tmp_path))
+
+
+def test_an_embedded_model_is_served_under_its_name(tmp_path):
+    config = serve_config("local:smollm2", cache_dir=str(tmp_path), port=8123, parallel=2, threads=2)
+    assert (config.model_id, config.url, config.worker_threads) == ("smollm2", "http://127.0.0.1:8123/v1", 1)
+    assert config.model_path.endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
+
+
+# --- a real server -------------------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def child_env(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_WAIT_POLICY": "PASSIVE", "DISAMBIG_THREADS": "1",
+            "DISAMBIG_CACHE_DIR": str(tmp_path / "cache"), "LITELLM_LOCAL_MODEL_COST_MAP": "true"}
+
+
+@dataclass
+class Server:
+    process: subprocess.Popen
+    url: str
+    started_s: float
+
+    def stop(self) -> int:
+        """SIGTERM to the server's process group; wait for it (SIGKILL after 30 s). Returns its exit code."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        return self.process.returncode
+
+
+@pytest.fixture
+def lm_server(tmp_path) -> Iterator[Server]:
+    """`disambig lm serve --model local:smollm2` on a free loopback port, in its own process group; stopped (the
+    whole group) when the test ends, however it ends."""
+    port = free_port()
+    log = (tmp_path / "server.out").open("w")
+    start = time.monotonic()
+    process = subprocess.Popen([*DISAMBIG, "lm", "serve", "--model", "local:smollm2", "--port", str(port),
+                                "--threads", "1", "--ctx", "4096"], stdout=log, stderr=subprocess.STDOUT,
+                               env=child_env(tmp_path), start_new_session=True)
+    server = Server(process, f"http://127.0.0.1:{port}/v1", 0.0)
+    try:
+        server.started_s = wait_ready(server, start, tmp_path / "server.out")
+        yield server
+    finally:
+        server.stop()
+        log.close()
+
+
+def wait_ready(server: Server, start: float, log: Path, timeout: float = 120) -> float:
+    while time.monotonic() - start < timeout:
+        if server.process.poll() is not None:
+            pytest.fail(f"the server exited with {server.process.returncode}: {log.read_text()}")
+        try:
+            with urllib.request.urlopen(f"{server.url}/models", timeout=2):
+                return time.monotonic() - start
+        except OSError:
+            time.sleep(0.2)
+    pytest.fail(f"the server did not answer within {timeout} s: {log.read_text()}")
+
+
+def ask(tmp_path: Path, url: str, corpus: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*DISAMBIG, "ask", "What does the aardvark eat?", "--program", "vanilla-rag",
+                           "--retriever", "dense", "--corpus", corpus, "--lm", "openai/smollm2", "--api-base", url],
+                          capture_output=True, text=True, env=child_env(tmp_path), timeout=600)
+
+
+def post(url: str, body: dict) -> dict:
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=120) as reply:
+        return json.loads(reply.read())
+
+
+@pytest.mark.slow
+def test_the_server_lists_its_model_and_decodes_under_a_schema_with_logprobs(lm_server):
+    with urllib.request.urlopen(f"{lm_server.url}/models") as reply:
+        assert [m["id"] for m in json.loads(reply.read())["data"]] == ["smollm2"]
+    answer = post(f"{lm_server.url}/chat/completions", {
+        "model": "smollm2", "temperature": 0, "max_tokens": 40, "logprobs": True, "top_logprobs": 3,
+        "messages": [{"role": "user", "content": "Who first walked on the Moon, and when?"}],
+        "response_format": {"type": "json_schema", "json_schema": {"name": "o", "strict": True, "schema": SCHEMA}}})
+    choice = answer["choices"][0]
+    assert set(json.loads(choice["message"]["content"])) == {"person", "year"}
+    tokens = choice["logprobs"]["content"]
+    assert tokens and all(len(t["top_logprobs"]) >= 3 for t in tokens)
+    assert answer["usage"]["completion_tokens"] == len(tokens)
+
+
+@pytest.mark.slow
+def test_ask_answers_through_the_server_and_fails_in_one_line_once_it_stops(lm_server, tmp_path, corpus):
+    answered = ask(tmp_path, lm_server.url, corpus)
+    assert answered.returncode == 0, answered.stderr
+    assert "A: " in answered.stdout and "LM calls 2" in answered.stdout
+
+    assert lm_server.stop() == 0
+    refused = ask(tmp_path, lm_server.url, corpus)
+    assert refused.returncode == 2
+    assert refused.stdout == ""
+    assert refused.stderr.strip().splitlines()[-1] == (
+        f"error: cannot reach the LM endpoint {lm_server.url} (connection refused); start its server "
+        "(e.g. `disambig lm serve`) or fix --api-base / DISAMBIG_API_BASE")
+
+
+@pytest.mark.slow
+def test_sigterm_stops_the_server_cleanly_and_a_busy_port_is_refused(lm_server, tmp_path):
+    second = subprocess.run([*DISAMBIG, "lm", "serve", "--model", "local:smollm2",
+                             "--port", lm_server.url.split(":")[-1].removesuffix("/v1")],
+                            capture_output=True, text=True, env=child_env(tmp_path), timeout=60)
+    assert second.returncode == 2
+    assert second.stderr.strip().splitlines() == [
+        f"error: port {lm_server.url.split(':')[-1].removesuffix('/v1')} on 127.0.0.1 is in use; stop what listens "
+        "there or choose another with --port"]
+
+    assert lm_server.stop() == 0
+    log = (tmp_path / "server.out").read_text()
+    assert f"ready: {lm_server.url} model id 'smollm2'" in log and log.rstrip().endswith("stopped")
+    with pytest.raises(ProcessLookupError):
+        os.killpg(lm_server.process.pid, 0)  # nothing of the group is left
