@@ -7,44 +7,28 @@ from pathlib import Path
 from typing import Any
 
 from disambig.errors import ConfigurationError
-from disambig.retrieval.base import BatchRetriever, Progress, check_k, passive_openmp
+from disambig.retrieval import faiss_index
+from disambig.retrieval.base import BatchRetriever, Progress, check_k
+from disambig.retrieval.faiss_index import SearchParams, import_faiss
 from disambig.retrieval.passage import Passage
-from disambig.retrieval.store import IndexCorruptError, package_version, rebuild_hint
+from disambig.retrieval.store import MANIFEST, IndexCorruptError, package_version, rebuild_hint
 
 FAISS_FILE = "faiss.index"
 VECTORS_FILE = "vectors.npy"
 IDS_FILE = "ids.json"
-EXACT_LIMIT = 100_000
+ENCODE_CHUNK = 256  # passages per progress report (~3 s of MiniLM on 2 cores)
 HNSW_NEIGHBOURS = 32
 HNSW_EF_CONSTRUCTION = 40
-HNSW_EF_SEARCH = 128
-ENCODE_CHUNK = 256  # passages per progress report (~3 s of MiniLM on 2 cores)
-
-
-def import_faiss() -> Any:
-    passive_openmp()
-    import faiss
-
-    return faiss
-
-
-def make_faiss_index(vectors: Any) -> Any:
-    """Exact ``IndexFlatIP`` up to 100k vectors, HNSW (inner product, M = 32) above."""
-    faiss = import_faiss()
-
-    n, dim = vectors.shape
-    index = faiss.IndexFlatIP(dim) if n <= EXACT_LIMIT else hnsw_index(dim)
-    index.add(vectors)
-    return index
 
 
 def hnsw_index(dim: int) -> Any:
-    """An empty HNSW graph over inner product (M = 32, efConstruction = 40, efSearch = 128)."""
+    """An empty in-memory HNSW graph over inner product (M = 32, efConstruction = 40, efSearch = 128): the index
+    earlier versions built above 100k passages, kept for ``bench/retrieval.py`` and the indexes they made."""
     faiss = import_faiss()
 
     index = faiss.IndexHNSWFlat(dim, HNSW_NEIGHBOURS, faiss.METRIC_INNER_PRODUCT)
     index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
-    index.hnsw.efSearch = HNSW_EF_SEARCH
+    index.hnsw.efSearch = faiss_index.HNSW_EF_SEARCH
     return index
 
 
@@ -68,19 +52,54 @@ def encode_passages(passages: list[dict[str, str]], embedder: Any, progress: Pro
     return np.vstack(chunks)
 
 
-def write_faiss(folder: Path, passages: list[dict[str, str]], embedder: Any,
-                progress: Progress | None = None) -> dict[str, Any]:
-    """Persist the vectors (``vectors.npy``), the FAISS index and the row -> passage id map (``ids.json``)."""
-    faiss = import_faiss()
+def write_faiss(folder: Path, passages: list[dict[str, str]], embedder: Any, progress: Progress | None = None,
+                factory: str | None = None, search: SearchParams | None = None) -> dict[str, Any]:
+    """Persist the vectors (``vectors.npy``), the FAISS index and the row -> passage id map (``ids.json``).
+
+    Args:
+        factory: a ``faiss.index_factory`` string; by default ``Flat`` up to 100k passages, else ``IVF...,SQ8``
+            (``disambig.retrieval.faiss_index.default_factory``).
+        search: search parameters stored with the index (``nprobe``, ``ef_search``); defaults by index type.
+    """
     import numpy as np
 
     vectors = encode_passages(passages, embedder, progress)
-    index = make_faiss_index(vectors)
+    factory = factory or faiss_index.default_factory(len(vectors))
+    index = faiss_index.fill_index(factory, [vectors])
     np.save(folder / VECTORS_FILE, vectors)
-    faiss.write_index(index, str(folder / FAISS_FILE))
+    faiss_index.write(index, folder / FAISS_FILE)
     (folder / IDS_FILE).write_text(json.dumps([p["id"] for p in passages]), encoding="utf-8")
+    stored = (search or SearchParams()).over(faiss_index.default_search(factory, index))
     return {"backend": f"faiss {package_version('faiss-cpu')}", "faiss_index": type(index).__name__,
-            "dimension": int(vectors.shape[1])}
+            "faiss_factory": factory, "search": stored.to_dict(), "dimension": int(vectors.shape[1])}
+
+
+LEGACY_FACTORIES = {"IndexFlatIP": "Flat", "IndexHNSWFlat": "HNSW32,Flat"}
+"""The factory strings of indexes built before the manifest recorded one."""
+
+
+def built_factory(folder: Path) -> str | None:
+    """The ``faiss.index_factory`` string the dense index at ``folder`` was built with (None if unreadable)."""
+    manifest = _manifest(folder)
+    return manifest.get("faiss_factory") or LEGACY_FACTORIES.get(manifest.get("faiss_index", ""))
+
+
+def store_search(folder: Path, search: SearchParams) -> None:
+    """Record ``search`` (the parameters set in it) as the stored search parameters of the index at ``folder``."""
+    manifest = _manifest(folder)
+    stored = search.over(SearchParams.from_dict(manifest.get("search")))
+    if manifest and stored.to_dict() != manifest.get("search"):
+        tmp = folder / f"{MANIFEST}.tmp"
+        tmp.write_text(json.dumps({**manifest, "search": stored.to_dict()}, indent=2), encoding="utf-8")
+        tmp.replace(folder / MANIFEST)
+
+
+def _manifest(folder: Path) -> dict[str, Any]:
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return manifest if isinstance(manifest, dict) else {}
 
 
 class DenseRetriever(BatchRetriever):
@@ -91,14 +110,17 @@ class DenseRetriever(BatchRetriever):
         passages: the indexed ``{id, title, text}`` rows in index order.
         corpus: the corpus name or path, for error messages.
         embedder: the encoder the index was built with (``encode(texts)`` -> unit vectors).
+        search: ``nprobe`` / ``ef_search`` overriding those stored in the index's manifest.
     """
 
     name = "dense"
 
-    def __init__(self, folder: Path, passages: list[dict[str, str]], corpus: str, embedder: Any) -> None:
+    def __init__(self, folder: Path, passages: list[dict[str, str]], corpus: str, embedder: Any,
+                 search: SearchParams | None = None) -> None:
         self.folder = folder
         self.corpus = corpus
         self.embedder = embedder
+        self.search_params = search or SearchParams()
         self._passages = passages
         self._index: Any = None
         self._rows: dict[str, int] | None = None
@@ -125,8 +147,7 @@ class DenseRetriever(BatchRetriever):
         if vectors.shape[1] != index.d:
             raise ConfigurationError(f"the query encoder gives {vectors.shape[1]}-d vectors but the index at "
                                      f"{str(self.folder)!r} holds {index.d}-d ones; use the encoder it was built with")
-        if hasattr(index, "hnsw"):
-            index.hnsw.efSearch = max(HNSW_EF_SEARCH, k)
+        faiss_index.configure(index, self.search_params.over(self._stored_search()), k)
         scores, rows = index.search(vectors, k)
         return [self._to_passages(s, r) for s, r in zip(scores, rows, strict=True)]
 
@@ -157,13 +178,14 @@ class DenseRetriever(BatchRetriever):
         return [Passage(self._passages[r]["id"], self._passages[r]["title"], self._passages[r]["text"], s, rank)
                 for rank, (s, r) in enumerate(hits, 1)]
 
+    def _stored_search(self) -> SearchParams:
+        return SearchParams.from_dict(_manifest(self.folder).get("search"))
+
     def _faiss(self) -> Any:
         if self._index is None:
-            faiss = import_faiss()
-
             path = self.folder / FAISS_FILE
             try:
-                index = faiss.read_index(str(path))
+                index = faiss_index.read(path)
                 ids = json.loads((self.folder / IDS_FILE).read_text(encoding="utf-8"))
             except (RuntimeError, OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
                 raise IndexCorruptError(f"FAISS index at {str(path)!r} cannot be read ({type(exc).__name__}); "

@@ -10,6 +10,7 @@ from typing import Any
 from disambig.errors import ConfigurationError
 from disambig.retrieval.base import Progress
 from disambig.retrieval.bm25 import PREBUILT
+from disambig.retrieval.faiss_index import SearchParams
 from disambig.retrieval.fusion import RRF_K
 from disambig.retrieval.progress import LoggedProgress
 from disambig.retrieval.store import build_index, index_dir, read_index
@@ -33,8 +34,22 @@ def index_path(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = No
     return index_dir(cache_dir, corpus, kind, params)
 
 
+def needs_build(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = None,
+                faiss_factory: str | None = None) -> bool:
+    """Whether ``ensure_index`` would build: no index yet, or a dense one of another ``faiss_factory`` than asked."""
+    folder = index_path(kind, corpus, cache_dir, embedder)
+    if not folder.is_dir():
+        return True
+    if kind != "dense" or not faiss_factory:
+        return False
+    from disambig.retrieval.dense import built_factory
+
+    return built_factory(folder) != faiss_factory.strip()
+
+
 def ensure_index(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = None, force: bool = False,
-                 threads: int = 1, progress: Progress | None = None) -> Path:
+                 threads: int = 1, progress: Progress | None = None, faiss_factory: str | None = None,
+                 search: SearchParams | None = None) -> Path:
     """Build the ``bm25`` or ``dense`` index of ``corpus`` unless an identical one exists; return its folder.
 
     Args:
@@ -47,6 +62,10 @@ def ensure_index(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = 
         threads: Lucene indexing threads.
         progress: called as ``progress(done, total)`` during the build; by default the build logs its progress
             (``disambig.retrieval.progress``) every few seconds.
+        faiss_factory: dense only: a ``faiss.index_factory`` string (``IVF4096,SQ8``, ``OPQ64,IVF4096,PQ64``...)
+            instead of the size-based default (exact ``Flat`` up to 100k passages); an index built with another
+            one is rebuilt.
+        search: dense only: ``nprobe`` / ``ef_search`` stored with the index (an existing index is updated in place).
     """
     _check_corpus(corpus, kind)
     if corpus.startswith(PREBUILT):
@@ -55,7 +74,11 @@ def ensure_index(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = 
         return BM25Retriever.prebuilt(corpus.removeprefix(PREBUILT)).folder
     encoder = _embedder(embedder) if kind == "dense" else None
     folder = index_path(kind, corpus, cache_dir, encoder)
-    if folder.is_dir() and not force:
+    if not force and not needs_build(kind, corpus, cache_dir, encoder, faiss_factory):
+        if kind == "dense" and search:
+            from disambig.retrieval.dense import store_search
+
+            store_search(folder, search)
         return folder
     logger.info("building the %s index of %s in %s (once; later runs reuse it)", kind, corpus, folder)
     progress = progress or LoggedProgress(f"{kind} index of {corpus}", "passages encoded" if kind == "dense"
@@ -68,7 +91,7 @@ def ensure_index(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = 
     from disambig.retrieval.dense import write_faiss
 
     return build_index(folder, corpus, kind, {"encoder": encoder_name(encoder)},
-                       lambda tmp, ps, tick: write_faiss(tmp, ps, encoder, tick), progress)
+                       lambda tmp, ps, tick: write_faiss(tmp, ps, encoder, tick, faiss_factory, search), progress)
 
 
 def build_retriever(kind: str, corpus: str = "wiki-slice", settings: Any = None, embedder: Any = None,

@@ -67,10 +67,11 @@ def test_another_encoder_gets_its_own_index(corpus, settings):
     assert one.folder != two.folder
 
 
-def test_hnsw_above_the_exact_limit_finds_the_same_best_passage(corpus, settings, monkeypatch):
-    monkeypatch.setattr(dense_module, "EXACT_LIMIT", 2)
+def test_a_compressed_index_above_the_exact_limit_finds_the_same_best_passage(corpus, settings, monkeypatch):
+    monkeypatch.setattr("disambig.retrieval.faiss_index.EXACT_LIMIT", 2)
     retriever = build_retriever("dense", corpus, settings, embedder=VocabEmbedder())
-    assert json.loads((retriever.folder / "manifest.json").read_text())["faiss_index"] == "IndexHNSWFlat"
+    manifest = json.loads((retriever.folder / "manifest.json").read_text())
+    assert (manifest["faiss_index"], manifest["faiss_factory"]) == ("IndexIVFScalarQuantizer", "IVF1,SQ8")
     assert retriever.search("zebra stripes", 1)[0].id == "p2"
 
 

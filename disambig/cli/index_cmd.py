@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 from disambig.cli import options
@@ -32,10 +33,22 @@ def build(
     force: bool = typer.Option(False, "--force", help="Rebuild even if an up-to-date index exists."),
     embedder: str = EMBEDDER,
     threads: int | None = options.THREADS,
+    faiss_factory: str | None = typer.Option(
+        None, "--faiss-factory",
+        help="Dense index as a faiss.index_factory string (e.g. IVF4096,SQ8 or OPQ64,IVF4096,PQ64); default: exact "
+             "Flat up to 100k passages, IVF(4*sqrt(n)),SQ8 above. An index of another factory is rebuilt."),
+    nprobe: int | None = typer.Option(None, "--nprobe", min=1,
+                                      help="IVF cells searched per query, stored with the dense index "
+                                           "(default nlist/32; changing it needs no rebuild)."),
+    ef_search: int | None = typer.Option(None, "--ef-search", min=1,
+                                         help="HNSW efSearch, stored with the dense index (default 128)."),
 ) -> None:
     """Index CORPUS for BM25 (Lucene) and/or dense search (FAISS); an up-to-date index is kept unless --force."""
+    from disambig.retrieval.faiss_index import SearchParams
+
     if kind not in ("bm25", "dense", "all"):
         raise ValueError(f"unknown index kind {kind!r}; choose bm25, dense or all")
+    dense = DenseOptions(faiss_factory, SearchParams(nprobe, ef_search))
     settings = load_settings(threads=threads)
     console = Console()
     table = Table(title=f"Indexes of {corpus}")
@@ -43,29 +56,37 @@ def build(
         table.add_column(column, justify="right" if column in ("passages", "build s") else "left")
     for name in ("bm25", "dense") if kind == "all" else (kind,):
         encoder = make_embedder(embedder) if name == "dense" else None
-        folder, built = build_with_progress(console, name, corpus, settings, encoder, force)
+        folder, built = build_with_progress(console, name, corpus, settings, encoder, force, dense)
         manifest = _manifest(folder)
         table.add_row(name, "built" if built else "up to date", str(manifest.get("passages", "-")),
                       str(manifest.get("build_seconds", "-")), str(folder))
     console.print(table)
 
 
+@dataclass(frozen=True)
+class DenseOptions:
+    """What ``index build`` asks of a dense index: its FAISS factory (None: by size) and stored search parameters."""
+
+    faiss_factory: str | None = None
+    search: Any = None
+
+
 def build_with_progress(console: Console, kind: str, corpus: str, settings: Any, encoder: Any = None,
-                        force: bool = False) -> tuple[Path, bool]:
+                        force: bool = False, dense: DenseOptions = DenseOptions()) -> tuple[Path, bool]:
     """Build one index (unless up to date) behind a progress bar; return its folder and whether it was built."""
     from disambig.retrieval.bm25 import PREBUILT
-    from disambig.retrieval.factory import ensure_index, index_path
+    from disambig.retrieval.factory import ensure_index, needs_build
 
-    if not corpus.startswith(PREBUILT) and not force:
-        folder = index_path(kind, corpus, settings.cache_dir, encoder)
-        if folder.is_dir():
-            return folder, False
+    if not corpus.startswith(PREBUILT) and not force and not needs_build(kind, corpus, settings.cache_dir, encoder,
+                                                                          dense.faiss_factory):
+        return ensure_index(kind, corpus, settings.cache_dir, encoder, search=dense.search), False
+    build = {"force": True, "threads": settings.threads, "faiss_factory": dense.faiss_factory, "search": dense.search}
     if not console.is_terminal:  # a bar would only show once done; the build logs its progress lines instead
-        return ensure_index(kind, corpus, settings.cache_dir, encoder, force=True, threads=settings.threads), True
+        return ensure_index(kind, corpus, settings.cache_dir, encoder, **build), True
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console) as progress:
+                  TimeRemainingColumn(), console=console) as progress:
         task = progress.add_task(f"{kind} index of {corpus}", total=None)
-        folder = ensure_index(kind, corpus, settings.cache_dir, encoder, force=True, threads=settings.threads,
+        folder = ensure_index(kind, corpus, settings.cache_dir, encoder, **build,
                               progress=lambda done, total: progress.update(task, completed=done, total=total))
     return folder, True
 

@@ -1,0 +1,47 @@
+"""``disambig index build`` options of the dense index: --faiss-factory, --nprobe, --ef-search."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from retrieval_fakes import VocabEmbedder
+from typer.testing import CliRunner
+
+from disambig.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("DISAMBIG_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr("disambig.cli.index_cmd.make_embedder", lambda model: VocabEmbedder())
+    return tmp_path / "cache"
+
+
+def invoke(*args: str):
+    return runner.invoke(app, ["index", "build", *args], env={"COLUMNS": "200"})
+
+
+def manifest(cache) -> dict:
+    (folder,) = (cache / "indexes").glob("*-dense-*[!.]*")
+    return json.loads((folder / "manifest.json").read_text())
+
+
+def test_factory_then_nprobe_without_rebuild_then_default_is_up_to_date(corpus, cache):
+    forced = invoke("--corpus", corpus, "--kind", "dense", "--faiss-factory", "IVF1,SQ8", "--nprobe", "3")
+    assert forced.exit_code == 0 and "built" in forced.output, forced.output
+    assert (manifest(cache)["faiss_factory"], manifest(cache)["search"]) == ("IVF1,SQ8", {"nprobe": 3})
+    tuned = invoke("--corpus", corpus, "--kind", "dense", "--nprobe", "5")
+    assert tuned.exit_code == 0 and "up to date" in tuned.output
+    assert manifest(cache)["search"] == {"nprobe": 5}
+    exact = invoke("--corpus", corpus, "--kind", "dense", "--faiss-factory", "Flat")
+    assert "built" in exact.output and manifest(cache)["faiss_index"] == "IndexFlatIP"
+
+
+def test_a_factory_faiss_rejects_is_one_clear_line(corpus):
+    result = invoke("--corpus", corpus, "--kind", "dense", "--faiss-factory", "IVF4,Nonsense")
+    assert result.exit_code != 0
+    assert "faiss cannot make index 'IVF4,Nonsense' for 6-d vectors" in result.output
+    assert "Traceback" not in result.output
