@@ -1,5 +1,5 @@
 """The HTTP app ``disambig serve`` runs: MLflow's scoring server for a compiled program's pyfunc model, behind a limit
-on the size of a request body.
+on the work it holds (``serving_admission``) and one on the size of a request body.
 
 MLflow's server reads and parses any body, however large, and the program then tokenises it; a body over the limit
 is refused here with HTTP 413 before any of that. uvicorn builds the app with ``create_app`` (``--factory``), from
@@ -14,9 +14,13 @@ import sys
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from disambig.optimizers.serving_admission import DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_QUEUE, AdmissionLimit
+
 MODEL_PATH_ENV = "DISAMBIG_SERVE_MODEL_PATH"
 MAX_BYTES_ENV = "DISAMBIG_MAX_REQUEST_BYTES"
 DEFAULT_MAX_BYTES = 1_000_000
+MAX_CONCURRENT_ENV = "DISAMBIG_SERVE_MAX_CONCURRENT"
+MAX_QUEUE_ENV = "DISAMBIG_SERVE_MAX_QUEUE"
 TIMEOUT_ENV = "MLFLOW_SCORING_SERVER_REQUEST_TIMEOUT"  # read by MLflow's scoring server
 
 Scope = MutableMapping[str, Any]
@@ -68,17 +72,23 @@ class BodyLimit:
         await send({"type": "http.response.body", "body": content})
 
 
-def create_app() -> BodyLimit:
+def create_app() -> AdmissionLimit:
     """MLflow's scoring app for the model folder in ``DISAMBIG_SERVE_MODEL_PATH``, behind ``BodyLimit`` with the
-    limit in ``DISAMBIG_MAX_REQUEST_BYTES``."""
+    limit in ``DISAMBIG_MAX_REQUEST_BYTES``, behind ``AdmissionLimit`` with the limits in
+    ``DISAMBIG_SERVE_MAX_CONCURRENT`` and ``DISAMBIG_SERVE_MAX_QUEUE`` (a refused request's body is never read)."""
     from mlflow.pyfunc import scoring_server
 
     model = scoring_server.load_model_with_mlflow_config(os.environ[MODEL_PATH_ENV])
-    return BodyLimit(scoring_server.init(model), int(os.environ.get(MAX_BYTES_ENV, DEFAULT_MAX_BYTES)))
+    limited = BodyLimit(scoring_server.init(model), int(os.environ.get(MAX_BYTES_ENV, DEFAULT_MAX_BYTES)))
+    return AdmissionLimit(limited, int(os.environ.get(MAX_CONCURRENT_ENV, DEFAULT_MAX_CONCURRENT)),
+                          int(os.environ.get(MAX_QUEUE_ENV, DEFAULT_MAX_QUEUE)))
 
 
-def serve_command(model_path: str, host: str, port: int, timeout: int, max_bytes: int) -> tuple[list[str], dict]:
+def serve_command(model_path: str, host: str, port: int, timeout: int, max_bytes: int,
+                  max_concurrent: int = DEFAULT_MAX_CONCURRENT,
+                  max_queue: int = DEFAULT_MAX_QUEUE) -> tuple[list[str], dict]:
     """The uvicorn command (this Python's) that serves the model folder ``model_path``, and the variables it needs."""
     command = [sys.executable, "-m", "uvicorn", "--factory", f"{__name__}:create_app", "--host", host,
                "--port", str(port), "--workers", "1"]
-    return command, {MODEL_PATH_ENV: model_path, MAX_BYTES_ENV: str(max_bytes), TIMEOUT_ENV: str(timeout)}
+    return command, {MODEL_PATH_ENV: model_path, MAX_BYTES_ENV: str(max_bytes), TIMEOUT_ENV: str(timeout),
+                     MAX_CONCURRENT_ENV: str(max_concurrent), MAX_QUEUE_ENV: str(max_queue)}

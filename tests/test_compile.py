@@ -183,7 +183,7 @@ def test_the_served_model_reads_the_numpy_values_mlflows_server_hands_it():
 
 def test_serve_runs_the_scoring_app_with_this_python_on_the_fetched_model(monkeypatch):
     """The server is this Python's uvicorn running ``serving_app.create_app`` (MLflow's scoring server behind the body
-    limit) on the model folder fetched from the tracking store, with the timeout and the limit it is given."""
+    limit) on the model folder fetched from the tracking store, with the timeout and the limits it is given."""
     import sys
     from contextlib import contextmanager
 
@@ -201,7 +201,8 @@ def test_serve_runs_the_scoring_app_with_this_python_on_the_fetched_model(monkey
     monkeypatch.setattr(serve_cmd, "downloaded", fetched)
     monkeypatch.setattr(process_group, "run_as_group", lambda command, env: seen.update(command=command, env=env) or 0)
     result = CliRunner().invoke(app, ["serve", "models:/disambig-dfa-spiderqa-72/1", "--port", "5077",
-                                      "--tracking-uri", "sqlite:///x.db", "--max-request-bytes", "2048"])
+                                      "--tracking-uri", "sqlite:///x.db", "--max-request-bytes", "2048",
+                                      "--max-concurrent", "2", "--max-queue", "5"])
     assert result.exit_code == 0, result.output
     command, env = seen["command"], seen["env"]
     assert command[:5] == [sys.executable, "-m", "uvicorn", "--factory", "disambig.optimizers.serving_app:create_app"]
@@ -209,5 +210,6 @@ def test_serve_runs_the_scoring_app_with_this_python_on_the_fetched_model(monkey
     assert (seen["model_uri"], seen["store"]) == ("models:/disambig-dfa-spiderqa-72/1", "sqlite:///x.db")
     assert env["DISAMBIG_SERVE_MODEL_PATH"] == "/models/dfa" and env["MLFLOW_TRACKING_URI"] == "sqlite:///x.db"
     assert env["MLFLOW_SCORING_SERVER_REQUEST_TIMEOUT"] == "1800" and env["DISAMBIG_MAX_REQUEST_BYTES"] == "2048"
+    assert (env["DISAMBIG_SERVE_MAX_CONCURRENT"], env["DISAMBIG_SERVE_MAX_QUEUE"]) == ("2", "5")
     refused = CliRunner().invoke(app, ["serve", "artifacts/dfa/spiderqa-72/labeled-fewshot.json"])
     assert refused.exit_code != 0 and "not an MLflow model URI" in refused.output

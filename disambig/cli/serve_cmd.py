@@ -28,6 +28,11 @@ def serve(
     max_request_bytes: int = typer.Option(1_000_000, "--max-request-bytes", min=1,
                                           help="Largest request body; a larger one is refused with HTTP 413 before it "
                                                "is read."),
+    max_concurrent: int = typer.Option(4, "--max-concurrent", min=1,
+                                       help="Requests answered at once (the embedded LM answers one LM call at a "
+                                            "time whatever this is; a remote LM may take several)."),
+    max_queue: int = typer.Option(16, "--max-queue", min=0,
+                                  help="Requests that may wait for a turn; any beyond gets HTTP 503 with Retry-After."),
 ) -> None:
     """Answer POST /invocations {"inputs": ["question", ...]} with the compiled program (JSON state, no pickle).
 
@@ -35,7 +40,9 @@ def serve(
     {"dataframe_records": [{"question": ..., "corpus": ".../corpus.jsonl", "scope": "DB_ID"}]}. The corpus is a
     path on the serving machine, read as the server's user: keep the default host (127.0.0.1) unless the clients
     are trusted. A body over --max-request-bytes gets HTTP 413, a request that is not a table of questions (no
-    question column, a question that is not text) HTTP 400 with the reason.
+    question column, a question that is not text) HTTP 400 with the reason. At most --max-concurrent requests are
+    answered at once and --max-queue wait their turn; a request beyond both gets HTTP 503 at once, with a Retry-After
+    header and the reason, rather than waiting unanswered.
 
     The server runs as its own process group: stopping this command (SIGTERM, SIGINT, SIGHUP) stops the server and
     its workers with it.
@@ -50,7 +57,8 @@ def serve(
     check_remote_lm(load_settings())  # the served program's LM (DISAMBIG_LM) at --api-base, before the server starts
     store = resolve_uri(tracking_uri)
     with downloaded(model_uri, store) as folder:
-        command, variables = serve_command(folder, host, port, timeout, max_request_bytes)
+        command, variables = serve_command(folder, host, port, timeout, max_request_bytes, max_concurrent,
+                                           max_queue)
         code = process_group.run_as_group(command, {**os.environ, "MLFLOW_TRACKING_URI": store, **variables})
     raise typer.Exit(code)
 
