@@ -27,15 +27,13 @@ from __future__ import annotations
 import hashlib
 import heapq
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
+from disambig.data.atomic import copy_file, write_text
 from disambig.errors import ConfigurationError
 
 ASQA_HUB = "din0s/asqa"
@@ -203,40 +201,12 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-# ---- atomic writers -------------------------------------------------------------------------------------
-
-
-def write_text(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
-            out.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+# ---- writers (atomic: disambig.data.atomic) ---------------------------------------------------------------
 
 
 def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> Path:
     """Write one JSON object a line, atomically."""
     return write_text(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
-
-
-def copy_file(source: Path, path: Path) -> Path:
-    """Copy ``source`` to ``path`` through a temporary file and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(handle)
-    try:
-        shutil.copyfile(source, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 # ---- one function per dataset ---------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from disambig.data import spiderqa_sql as sq
+from disambig.data.atomic import write_json, write_text
 from disambig.errors import ConfigurationError
 
 FORMAT_VERSION = 1
@@ -468,14 +469,12 @@ def write_benchmark(out: Path, questions: list[dict], extension: list[dict] | No
         _write_jsonl(out / "questions-ext.jsonl", extension)
     manifest = {"format": "aggregation", "format_version": FORMAT_VERSION, **asdict(report),
                 "corpus_sha1": hashlib.sha1((out / "corpus.jsonl").read_bytes()).hexdigest()}
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    (out / "README.md").write_text(readme(report), encoding="utf-8")
+    write_json(out / "manifest.json", manifest, indent=1)
+    write_text(out / "README.md", readme(report))
 
 
 def _write_jsonl(path: Path, rows: list[dict]) -> None:
-    with path.open("w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    write_text(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
 
 
 def readme(report: BuildReport) -> str:

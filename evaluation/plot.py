@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
+
+from disambig.data.atomic import write_bytes
 
 
 def plot_tradeoff(reports: list[dict[str, Any]], metric: str, path: Path) -> Path:
@@ -26,9 +29,10 @@ def plot_tradeoff(reports: list[dict[str, Any]], metric: str, path: Path) -> Pat
     ax.set_title(f"{metric} vs cost")
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path)
+    image = io.BytesIO()
+    fig.savefig(image, format="png")
     plt.close(fig)
-    return path
+    return write_bytes(path, image.getvalue())
 
 
 def run_label(report: dict[str, Any]) -> str:

@@ -9,6 +9,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from disambig.data.atomic import write_text
+
 
 @dataclass
 class QuestionResult:
@@ -62,13 +64,16 @@ class ResultLog(Generic[Record]):
         if not self.path.exists():
             return []
         results, good_lines = [], []
-        for line in self.path.read_text(encoding="utf-8").splitlines():
+        text = self.path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        for line in lines:
             try:
                 results.append(self.kind(**json.loads(line)))
             except (json.JSONDecodeError, TypeError):
                 continue
             good_lines.append(line)
-        self.path.write_text("".join(f"{line}\n" for line in good_lines), encoding="utf-8")
+        if len(good_lines) != len(lines) or not text.endswith("\n"):  # the next append must start a line of its own
+            write_text(self.path, "".join(f"{line}\n" for line in good_lines))  # a kill here keeps the old log
         return results
 
     def append(self, result: Record) -> None:

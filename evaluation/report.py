@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from disambig.data.atomic import write_json
 from disambig.evaluation.records import QuestionResult
 from disambig.metrics import corpus_means
 
@@ -68,9 +69,8 @@ def efficiency(traces: list[dict[str, Any]], failures_without_trace: int = 0) ->
 
 
 def write_report(report: dict[str, Any], out_dir: Path) -> Path:
-    path = out_dir / REPORT_FILE
-    path.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
-    return path
+    """Write ``out_dir/report.json`` atomically; return its path."""
+    return write_json(out_dir / REPORT_FILE, report)
 
 
 def read_report(path: Path) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from disambig.data.atomic import write_json
 from disambig.errors import ConfigurationError
 from disambig.evaluation.code_version import code_stamp
 from disambig.evaluation.plot import plot_tradeoff
@@ -110,7 +111,7 @@ def claim_run_dir(out_dir: Path, config: EvalConfig) -> dict[str, Any]:
                 f"{str(out_dir)!r} holds a run with different {', '.join(differing)}; "
                 "pass another --out or delete the folder to start over"
             )
-    path.write_text(json.dumps(params, indent=2), encoding="utf-8")
+    write_json(path, params, ensure_ascii=True)
     return params
 
 

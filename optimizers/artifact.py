@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
+from disambig.data.atomic import write_json
 from disambig.errors import ConfigurationError
 from disambig.optimizers.fingerprint import fingerprint, structure
 
@@ -21,32 +23,43 @@ def save_artifact(program: Any, path: Path, manifest: dict[str, Any]) -> Path:
     """
     if path.suffix != ".json" or path.name == MANIFEST:
         raise ValueError(f"artifact path {str(path)!r} must end with .json and not be {MANIFEST!r}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    program.save(str(path))
-    trim_demos(path, program)
-    entry = {**manifest, "state_file": path.name, "fingerprint": fingerprint(program), "structure": structure(program)}
     manifest_path = path.parent / MANIFEST
-    entries = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {}
-    entries[path.stem] = entry
-    manifest_path.write_text(json.dumps(entries, indent=2, default=str), encoding="utf-8")
+    entries = stored_entries(manifest_path)  # a broken manifest is refused before anything is written
+    write_json(path, trimmed_state(program))
+    entries[path.stem] = {**manifest, "state_file": path.name, "fingerprint": fingerprint(program),
+                          "structure": structure(program)}
+    write_json(manifest_path, entries, default=str)
     return path
 
 
-def trim_demos(path: Path, program: Any) -> None:
-    """Rewrite the saved state at ``path`` so each demo keeps only its predictor's signature fields (and DSPy's
-    ``augmented`` flag).
+def stored_entries(manifest_path: Path) -> dict[str, Any]:
+    """The entries of an existing ``manifest.json`` ({} when there is none yet)."""
+    if not manifest_path.is_file():
+        return {}
+    entries = read_json(manifest_path, "artifact manifest", "delete it to start a new one")
+    if not isinstance(entries, dict):
+        raise ConfigurationError(f"artifact manifest {str(manifest_path)!r} is not a JSON object; delete it to start "
+                                 "a new one")
+    return entries
+
+
+def trimmed_state(program: Any) -> dict[str, Any]:
+    """The program's saved state (DSPy's ``save``, written to a scratch folder and read back) with each
+    demo keeping only its predictor's signature fields (and DSPy's ``augmented`` flag).
 
     Labeled demos are whole training rows (annotator evidence, answer sets, ids); the adapter formats only the
     signature's fields, so the rest would only swell the artifact with dataset rows. The program is not touched.
     """
+    with tempfile.TemporaryDirectory(prefix="disambig-state-") as scratch:
+        program.save(str(Path(scratch) / "state.json"))
+        state = json.loads((Path(scratch) / "state.json").read_text(encoding="utf-8"))
     fields = {name: set(p.signature.fields) | {"augmented"} for name, p in program.named_predictors()}
-    state = json.loads(path.read_text(encoding="utf-8"))
     for name, keep in fields.items():
         entry = state.get(name)
         if isinstance(entry, dict) and isinstance(entry.get("demos"), list):
             entry["demos"] = [{k: v for k, v in d.items() if k in keep} if isinstance(d, dict) else d
                               for d in entry["demos"]]
-    path.write_text(json.dumps(state, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return state
 
 
 def read_manifest(state_path: Path) -> dict[str, Any]:

@@ -6,11 +6,12 @@ and Parquet and JSON-encoded strings in CSV; reading a CSV decodes them back.
 
 from __future__ import annotations
 
+import io
 import json
-import os
 from pathlib import Path
 from typing import Any
 
+from disambig.data.atomic import write_bytes, write_text
 from disambig.errors import ConfigurationError
 
 SUFFIXES = (".jsonl", ".csv", ".parquet")
@@ -94,20 +95,16 @@ def read_questions(path: Path) -> Any:
 def write_table(frame: Any, path: Path) -> Path:
     """Write ``frame`` in the format of ``path``'s suffix, atomically (a reader never sees half a file)."""
     kind = table_format(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
     if kind == "parquet":
-        frame.to_parquet(partial, index=False)
-    elif kind == "csv":
+        data = io.BytesIO()
+        frame.to_parquet(data, index=False)
+        return write_bytes(path, data.getvalue())
+    if kind == "csv":
         encoded = frame.copy()
         for column in set(NESTED_COLUMNS) & set(encoded.columns):
             encoded[column] = [json.dumps(v, ensure_ascii=False) for v in encoded[column]]
-        encoded.to_csv(partial, index=False)
-    else:
-        lines = (row_line(row) for row in frame.to_dict("records"))
-        partial.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
-    os.replace(partial, path)
-    return path
+        return write_text(path, encoded.to_csv(index=False))
+    return write_text(path, "".join(f"{row_line(row)}\n" for row in frame.to_dict("records")))
 
 
 def _plain(value: Any) -> Any:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +83,9 @@ def eval_retrieval(
         expanded = {"lm": lm_model(settings.lm), "expansion_state": expansion_state}
         rows = [r.to_dict() | run | ({"expansion": c, "temperature": t, **expanded} if c else {})
                 for r, c, t in zip(reports, costs, temperatures, strict=True)]
-        out.write_text(json.dumps(rows, indent=2), encoding="utf-8")
+        from disambig.data.atomic import write_json
+
+        write_json(out, rows, ensure_ascii=True)
         console.print(f"scores: {out}")
 
 

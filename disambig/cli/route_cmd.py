@@ -90,10 +90,9 @@ def predict(
         d = route.decide(question).to_dict()
         rows.append({"id": qid, "question": question, **{k: d[k] for k in ("action", "program", "p_ambiguous",
                                                                            "probabilities")}})
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".jsonl.tmp")
-    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    tmp.replace(out)
+    from disambig.data.atomic import write_text
+
+    write_text(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     mix = {a: sum(r["action"] == a for r in rows) for a in sorted({r["action"] for r in rows})}
     Console().print(f"{len(rows)} decisions → {out} · actions {mix}")
 

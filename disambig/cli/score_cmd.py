@@ -6,7 +6,6 @@ judged scoring resumes and a re-run with the same judge, metrics and U_q costs n
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -72,9 +71,9 @@ def score(
     if result.judge is not None:
         console.print(judge_line(result.judge, proxy))
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        written = result.to_json() | {"proxy": proxy}
-        out.write_text(json.dumps(written, indent=2, ensure_ascii=False), encoding="utf-8")
+        from disambig.data.atomic import write_json
+
+        write_json(out, result.to_json() | {"proxy": proxy})
         typer.echo(f"scores: {out}")
 
 
