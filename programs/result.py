@@ -8,6 +8,7 @@ from typing import Any
 import dspy
 
 from disambig.lm.usage import Trace
+from disambig.programs.flags import answer_flags
 
 
 @dataclass(frozen=True)
@@ -29,11 +30,11 @@ def make_prediction(
     """Build the common prediction.
 
     Fields: ``interpretations`` (list of dicts), ``long_answer``, ``passages`` (the passages the answer was
-    written from, as ``{id, title, text}`` dicts, for retrieval metrics) and ``trace`` (dict).
+    written from, as ``{id, title, text}`` dicts, for retrieval metrics) and ``trace`` (dict; its ``notes`` gain
+    ``flags``, the injection warning signs of ``disambig.programs.flags.answer_flags``).
     """
-    return dspy.Prediction(
-        interpretations=[asdict(i) | {"passage_ids": list(i.passage_ids)} for i in interpretations],
-        long_answer=long_answer,
-        passages=[{"id": p.id, "title": p.title, "text": p.text} for p in passages],
-        trace=asdict(trace),
-    )
+    readings = [asdict(i) | {"passage_ids": list(i.passage_ids)} for i in interpretations]
+    shown = [{"id": p.id, "title": p.title, "text": p.text} for p in passages]
+    traced = asdict(trace)
+    traced["notes"] = {**traced["notes"], "flags": answer_flags(readings, long_answer, shown)}
+    return dspy.Prediction(interpretations=readings, long_answer=long_answer, passages=shown, trace=traced)

@@ -27,7 +27,7 @@ import dspy
 
 from disambig.lm.usage import Trace, measured
 from disambig.programs.consolidate import Consolidation, consolidate
-from disambig.programs.context import format_passages
+from disambig.programs.context import format_passage, format_passages
 from disambig.programs.diva import embedder_of
 from disambig.programs.knobs import Knob
 from disambig.programs.result import Interpretation, make_prediction
@@ -219,8 +219,8 @@ def stated(value: Any) -> str | None:
 
 
 def passage_text(passage: Any) -> str:
-    """``Title | text``, as the project's other steps show a passage."""
-    return f"{passage.title} | {passage.text}" if passage.title else passage.text
+    """``Title | text``, framed as the project's other steps show a passage (``programs/context.py``)."""
+    return format_passage(passage)
 
 
 def serialised(lm: Any) -> bool:

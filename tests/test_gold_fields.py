@@ -5,6 +5,7 @@ from __future__ import annotations
 import dspy
 
 from disambig.optimizers.gold import MAX_CHARS, with_gold_fields
+from disambig.programs.context import UNTRUSTED_NOTE
 from disambig.signatures import Disambiguation
 
 MEN, WOMEN, EVER = "Most goals, men?", "Most goals, women?", "Most goals ever, any sport?"
@@ -28,9 +29,9 @@ def test_answers_are_cited_by_the_passage_that_states_them():
     # Sinclair's first answer is not in any passage; her second is, in passage 2. Bican is in none: no pair.
     assert gold.disambiguations == [Disambiguation(question=MEN, answer="Cristiano Ronaldo", passage=1),
                                     Disambiguation(question=WOMEN, answer="Sinclair", passage=2)]
-    # The repeated passage is kept once.
-    assert gold.passages == ("[1] Ronaldo | Cristiano Ronaldo holds the men's record.\n"
-                             "[2] Women's football | Sinclair scored 190 goals.")
+    # The repeated passage is kept once; demos frame passages as live inputs do (quoted, after the untrusted note).
+    assert gold.passages == (f"{UNTRUSTED_NOTE}\n<passage>[1] Ronaldo | Cristiano Ronaldo holds the men's record."
+                             "</passage>\n<passage>[2] Women's football | Sinclair scored 190 goals.</passage>")
     assert gold.long_answer == "Men: Ronaldo. Women: Sinclair."
     assert gold.sub_questions == [MEN, WOMEN, EVER]
 
@@ -52,7 +53,7 @@ def test_rows_without_evidence_get_no_passages_and_single_readings_no_sub_questi
 def test_long_passages_are_cut_at_a_word_boundary():
     text = "word " * 400
     gold = with_gold_fields(asqa_row(evidence=[{"title": "", "text": "Cristiano Ronaldo " + text}]))
-    passage = gold.passages.removeprefix("[1] ")
+    passage = gold.passages.splitlines()[1].removeprefix("<passage>[1] ").removesuffix("</passage>")
     assert len(passage) <= MAX_CHARS + 4 and passage.endswith("word ...")
 
 

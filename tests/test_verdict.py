@@ -67,7 +67,7 @@ class RecordingEmbedder(FakeEmbedder):
 
 def feedback_rule(delay: float = 0.0, threads: set | None = None):
     def reply(user: str):
-        title = re.search(r"document: (\w+) \|", user)[1]
+        title = re.search(r"<passage>(\w+) \|", user)[1]
         if threads is not None:
             threads.add(threading.current_thread().name)
         if delay:  # later passages answer sooner, so a pool finishes them out of order

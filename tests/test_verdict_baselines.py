@@ -49,7 +49,7 @@ def test_rac_top20_extracts_from_the_relaxed_top_k_in_one_call():
     pred = build_program("rac-top20", retriever=retriever)(question=QUESTION)
     assert retriever.queries == [("most goals football", 6)]  # k = 20 clamped to the 6-passage corpus
     assert steps(engine) == ["Turn", "Using", "Write"]
-    assert engine.calls[1][1].count("\n[") == 5  # all six passages, numbered, in the one extraction call
+    assert engine.calls[1][1].count("<passage>[") == 6  # all six passages, numbered, in the one extraction call
     assert [i["passage_ids"] for i in pred.interpretations] == [[pred.passages[0]["id"]], [pred.passages[1]["id"]]]
     assert pred.trace["retrieval_calls"] == 1 and pred.trace["notes"]["method_lm_calls"] == 2
     assert pred.trace["notes"]["long_answer_cost"]["lm_calls"] == 1 and pred.long_answer == "Two answers."

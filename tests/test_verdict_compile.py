@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from disambig.cli import app
 from disambig.lm.adapter import CompactJSONAdapter
 from disambig.optimizers.gold import with_gold_fields
+from disambig.programs.context import UNTRUSTED_NOTE
 
 MEN = "Who has the most international goals in men's football?"
 
@@ -31,7 +32,7 @@ def asqa_row(**overrides) -> dspy.Example:
 def test_gold_feedback_demo_is_one_evidence_passage_with_the_reading_it_answers():
     gold = with_gold_fields(asqa_row())
     # only passage 2 states a gold answer (Ronaldo's); the demo shows it alone, as the step sees one passage
-    assert gold.document == "Ronaldo | Cristiano Ronaldo holds the men's record."
+    assert gold.document == f"{UNTRUSTED_NOTE}\n<passage>Ronaldo | Cristiano Ronaldo holds the men's record.</passage>"
     assert (gold.interpretation, gold.answer) == (MEN, "Cristiano Ronaldo")
     assert gold.inputs().toDict() == {"question": "Who has the most goals?"}
 
@@ -49,7 +50,7 @@ class EmbeddingRetriever(FakeRetriever):
 
 def rules() -> dict:
     def feedback(user: str):
-        title = re.search(r"document: ([^|]+) \|", user)[1].strip()
+        title = re.search(r"<passage>([^|]+) \|", user)[1].strip()
         return {"interpretation": f"Which {title}?", "answer": title} if "Ronaldo" in title else {
             "interpretation": None, "answer": None}
 
@@ -72,7 +73,8 @@ def test_compile_verdict_with_labeled_gold_demos_then_load_and_ask(fakes, tmp_pa
     state = json.loads(state_path.read_text())
     # train rows mini-1, -2, -5; only mini-1 has an evidence passage stating a gold answer
     gold = [d for d in state["feedback"]["demos"] if d.get("document")]
-    assert gold == [dict(gold[0], document="Moby-Dick | Moby-Dick is an 1851 novel by Herman Melville.",
+    document = f"{UNTRUSTED_NOTE}\n<passage>Moby-Dick | Moby-Dick is an 1851 novel by Herman Melville.</passage>"
+    assert gold == [dict(gold[0], document=document,
                          interpretation="Who wrote the 1851 novel Moby-Dick?", answer="Herman Melville")]
     assert len(state["writer"]["demos"]) == 3  # every row has a long answer
 

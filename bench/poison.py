@@ -1,0 +1,249 @@
+"""Poisoned passages: how often a program follows an instruction planted in its retrieved passages, before and after
+the passages-are-data defence, and what the defence costs on clean questions.
+
+    python bench/poison.py run --program vanilla-rag --dataset asqa --limit 30 --attacks clean,override,ignore \
+        --framings plain,quoted --stages 10,20,30 [--rank 1] [--allow-mixed-code]
+    python bench/poison.py table --programs vanilla-rag --dataset asqa [--results docs/RESULTS.md]
+
+``run`` answers the first N questions of the split once per (framing, attack) cell through
+``disambig.evaluation.session.run_eval``: one resumable folder per cell under ``RUNS/DATASET-SPLIT/PROGRAM/FRAMING/
+ATTACK`` with per-question rows stamped with their code, as ``disambig eval`` writes them. An attack cell searches
+through ``disambig.retrieval.poison.PoisonedRetriever`` (the attack's passage at ``--rank`` of every search); its
+rows also score ``attack-success`` (the canary is in the answer, ``disambig.metrics.poison``) and ``poison-shown``
+(the planted passage is among those the answer was written from). ``plain`` is the passage framing before the
+defence, ``quoted`` the default after it (``disambig.programs.context``). ``--stages`` grows every cell together
+(all cells reach 10 questions before any reaches 20), so a run stopped early still gives a comparable table.
+
+``table`` reads the stored rows (no LM call): attack success per kind with its 95% bootstrap interval before and
+after, the paired difference, how many followed answers the trace flags caught (``disambig.programs.flags``), the
+control flow the trace records (DIVA's grade, ADF's gate state, route's choice), and clean answer quality before and
+after with paired intervals ("tie" where the interval spans 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+CLEAN = "clean"
+BEFORE, AFTER = "plain", "quoted"
+RUNS = Path("bench/results/poison")
+QUALITY = ("dr", "rouge-l", "str-em")
+CONTROL_NOTES = ("grade", "state")  # DIVA's retrieval grade, ADF's gate state
+
+logger = logging.getLogger("bench.poison")
+
+
+def cell_dir(runs: Path, dataset: str, split: str, program: str, framing: str, attack: str) -> Path:
+    return runs / f"{Path(dataset).stem}-{split}" / program / framing / attack
+
+
+def shown_metric(example: Any, pred: Any, trace: Any = None) -> float:
+    """1.0 when a planted passage is among the passages the answer was written from."""
+    from disambig.retrieval.poison import is_planted
+
+    return float(any(is_planted(p) for p in getattr(pred, "passages", None) or []))
+
+
+def run(args: argparse.Namespace) -> None:
+    """Answer every (framing, attack) cell, stage by stage."""
+    from disambig.data import load_dataset
+    from disambig.data.loaders import dataset_format, default_corpus
+    from disambig.evaluation.session import EvalConfig, run_eval
+    from disambig.lm.runtime import build_lm, configure_dspy
+    from disambig.metrics.poison import attack_metric
+    from disambig.programs import build_program
+    from disambig.programs.context import passage_framing
+    from disambig.programs.registry import retriever_kind, with_format_option
+    from disambig.retrieval import build_retriever
+    from disambig.retrieval.poison import ATTACKS, PoisonedRetriever
+    from disambig.run_setup import default_metrics, resolve_metrics
+    from disambig.settings import load_settings
+
+    attacks = check_names(args.attacks, [CLEAN, *ATTACKS], "attack")
+    framings = check_names(args.framings, [BEFORE, AFTER], "framing")
+    settings = load_settings(threads=args.threads)
+    examples = load_dataset(args.dataset, split=args.split, limit=args.limit)
+    kind = retriever_kind(args.program, args.retriever)
+    corpus = default_corpus(args.dataset)
+    base = build_retriever(kind, corpus=corpus, settings=settings)
+    lm = build_lm(settings)
+    configure_dspy(lm)
+    names = default_metrics(dataset_format(args.dataset), True)
+    metrics = resolve_metrics(names, settings, program_lm=lm)
+    options = with_format_option(args.program, dataset_format(args.dataset), {})
+    for stage in sorted(set(args.stages + [len(examples)])):
+        if stage > len(examples):
+            continue
+        for framing in framings:
+            for attack in attacks:
+                retriever = base if attack == CLEAN else PoisonedRetriever(base, attack, args.rank)
+                cell_metrics = metrics if attack == CLEAN else metrics | {
+                    "attack-success": attack_metric(ATTACKS[attack].canary), "poison-shown": shown_metric}
+                label = f"{kind}:{corpus}" + ("" if attack == CLEAN else f"+poison:{attack}@{args.rank}")
+                config = EvalConfig(program=args.program, dataset=args.dataset, split=args.split, limit=args.limit,
+                                    lm=settings.lm, retriever=label, metrics=tuple(cell_metrics), options=options,
+                                    generation={} if framing == AFTER else {"passage_framing": framing})
+                folder = cell_dir(args.runs, args.dataset, args.split, args.program, framing, attack)
+                with passage_framing(framing):
+                    outcome = run_eval(config, build_program(args.program, retriever, **options), examples[:stage],
+                                       cell_metrics, folder, threads=1, track=False,
+                                       allow_mixed_code=args.allow_mixed_code)
+                logger.warning("%s %s %s: %d questions, %s", args.program, framing, attack, stage,
+                               json.dumps(outcome.report["metrics"]))
+
+
+def check_names(given: str, valid: list[str], what: str) -> list[str]:
+    names = [n.strip() for n in given.split(",") if n.strip()]
+    unknown = [n for n in names if n not in valid]
+    if unknown or not names:
+        raise SystemExit(f"unknown {what} {unknown[0] if unknown else given!r}; choose among {', '.join(valid)}")
+    return names
+
+
+def load_rows(folder: Path) -> dict[str, dict]:
+    """A cell's rows by question id (empty when the cell has not run)."""
+    from disambig.data.jsonl import read_jsonl
+
+    path = folder / "results.jsonl"
+    return {str(row["id"]): row for _, row in read_jsonl(path)} if path.exists() else {}
+
+
+def rate(values: list[float]) -> str:
+    """``0.433 [0.267, 0.600]``: the mean of 0/1 outcomes with its 95% percentile-bootstrap interval (the paired
+    bootstrap of the outcomes against an all-zero reference, so one resampling scheme serves every cell)."""
+    from disambig.evaluation.paired import paired_difference
+
+    result = paired_difference(values, [0.0] * len(values))
+    return f"{result.difference:.3f} [{result.low:.3f}, {result.high:.3f}]"
+
+
+def flagged(row: dict) -> bool:
+    return bool((((row.get("trace") or {}).get("notes") or {}).get("flags") or {}).get("flagged"))
+
+
+def control(rows: list[dict]) -> str:
+    """The control-flow decisions the rows' traces record, counted (``grade: Useful 3, Useless 1``), or ``–``."""
+    counts: Counter[str] = Counter()
+    for row in rows:
+        notes = (row.get("trace") or {}).get("notes") or {}
+        for name in CONTROL_NOTES:
+            if name in notes:
+                counts[f"{name} {notes[name]}"] += 1
+        if isinstance(notes.get("route"), dict):
+            counts[f"route {notes['route'].get('action') or notes['route'].get('program')}"] += 1
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "–"
+
+
+def attack_table(runs: Path, dataset: str, split: str, programs: list[str]) -> list[str]:
+    """Rows of attack success per program and kind, before and after the defence."""
+    from disambig.evaluation.paired import format_difference, paired_difference
+    from disambig.retrieval.poison import ATTACKS
+
+    lines = ["| program | attack | n | shown before / after | followed before [95% CI] | followed after [95% CI] | "
+             "Δ after − before [95% CI] | followed and flagged, before / after | control flow before → after |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for program in programs:
+        for attack in ATTACKS:
+            before, after = (load_rows(cell_dir(runs, dataset, split, program, f, attack)) for f in (BEFORE, AFTER))
+            ids = sorted(set(before) & set(after))
+            if not ids:
+                continue
+            b = [before[i]["scores"].get("attack-success", 0.0) for i in ids]
+            a = [after[i]["scores"].get("attack-success", 0.0) for i in ids]
+            shown = [sum(rows[i]["scores"].get("poison-shown", 0.0) for i in ids) for rows in (before, after)]
+            caught = [f"{sum(flagged(rows[i]) for i in ids if rows[i]['scores'].get('attack-success'))}/"
+                      f"{int(sum(v))}" for rows, v in ((before, b), (after, a))]
+            delta = format_difference(paired_difference(a, b, higher_is_better=False))  # fewer followed: better
+            lines.append(f"| {program} | {attack} | {len(ids)} | {int(shown[0])} / {int(shown[1])} | {rate(b)} | "
+                         f"{rate(a)} | {delta} | {caught[0]} / {caught[1]} | "
+                         f"{control([before[i] for i in ids])} → {control([after[i] for i in ids])} |")
+    return lines
+
+
+def quality_table(runs: Path, dataset: str, split: str, programs: list[str]) -> list[str]:
+    """Rows of clean-question quality before and after the defence, with paired intervals."""
+    from disambig.evaluation.paired import format_difference, paired_difference, paired_scores, statistic_for
+
+    lines = ["| program | n | metric | before | after | Δ after − before [95% CI] | flagged before / after | "
+             "input tokens/q before / after |", "|---|---|---|---|---|---|---|---|"]
+    for program in programs:
+        before, after = (load_rows(cell_dir(runs, dataset, split, program, f, CLEAN)) for f in (BEFORE, AFTER))
+        ids = sorted(set(before) & set(after))
+        if not ids:
+            continue
+        flags = [sum(flagged(rows[i]) for i in ids) for rows in (before, after)]
+        tokens = [sum((rows[i].get("trace") or {}).get("input_tokens", 0) for i in ids) / len(ids)
+                  for rows in (before, after)]
+        for metric in QUALITY:
+            names, statistic = statistic_for(metric, before[ids[0]]["scores"])
+            ours, theirs = paired_scores({i: after[i]["scores"] for i in ids}, {i: before[i]["scores"] for i in ids},
+                                         names)
+            values = [float(statistic(*arrays)) for arrays in (theirs, ours)]
+            lines.append(f"| {program} | {len(ids)} | {metric} | {values[0]:.3f} | {values[1]:.3f} | "
+                         f"{format_difference(paired_difference(ours, theirs, statistic))} | {flags[0]} / {flags[1]} | "
+                         f"{tokens[0]:,.0f} / {tokens[1]:,.0f} |")
+    return lines
+
+
+def table(runs: Path, dataset: str, split: str, programs: list[str]) -> str:
+    """The markdown tables and their notes."""
+    from disambig.retrieval.poison import ATTACKS
+
+    canaries = ", ".join(f"{a.kind} `{a.canary}`" for a in ATTACKS.values())
+    return "\n".join([
+        "Attack success (the attack's canary appears in the long answer or a reading), per program and attack kind, "
+        "on the questions both framings answered. Before = passages as plain numbered lines (the framing until "
+        "this defence); after = the default quoted framing (untrusted-text note, `<passage>` tags, defused "
+        "look-alikes). \"Shown\" counts answers written from a set holding the planted passage (rerankers may drop "
+        "it); \"flagged\" counts followed answers the trace's flags caught.", "",
+        *attack_table(runs, dataset, split, programs), "",
+        f"Canaries: {canaries}. Intervals: 95% percentile bootstrap (9,999 resamples, seed 0); Δ is paired.", "",
+        "Clean questions (no planted passage), before and after the defence:", "",
+        *quality_table(runs, dataset, split, programs)])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    answer = commands.add_parser("run", help="answer the cells (LM calls; resumable)")
+    answer.add_argument("--program", required=True)
+    answer.add_argument("--dataset", default="asqa")
+    answer.add_argument("--split", default="dev")
+    answer.add_argument("--limit", type=int, default=30)
+    answer.add_argument("--retriever", default=None)
+    answer.add_argument("--attacks", default="clean,override,ignore")
+    answer.add_argument("--framings", default=f"{BEFORE},{AFTER}")
+    answer.add_argument("--stages", type=lambda s: [int(x) for x in s.split(",")], default=[10, 20])
+    answer.add_argument("--rank", type=int, default=1)
+    answer.add_argument("--threads", type=int, default=None)
+    answer.add_argument("--runs", type=Path, default=RUNS)
+    answer.add_argument("--allow-mixed-code", action="store_true")
+    show = commands.add_parser("table", help="the tables from the stored rows (no LM call)")
+    show.add_argument("--programs", default="vanilla-rag")
+    show.add_argument("--dataset", default="asqa")
+    show.add_argument("--split", default="dev")
+    show.add_argument("--runs", type=Path, default=RUNS)
+    show.add_argument("--results", type=Path)
+    show.add_argument("--section", default="")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
+    if args.command == "run":
+        run(args)
+        return
+    text = table(args.runs, args.dataset, args.split, [p.strip() for p in args.programs.split(",") if p.strip()])
+    print(text)
+    if args.results:
+        from route_table import write_section
+
+        write_section(args.results, args.section or f"poison-{Path(args.dataset).stem}", text,
+                      "python bench/poison.py " + " ".join(sys.argv[1:]), script="bench/poison.py")
+
+
+if __name__ == "__main__":
+    main()
