@@ -53,10 +53,21 @@ def stopping_on(llama: Any, criterion: Any) -> Iterator[None]:
     stops when ``criterion`` says so, besides the chat format's own criteria. The caller must hold the engine's lock.
     An object without ``create_completion`` (a stand-in that answers chat completions itself) is left as it is.
     """
-    original = getattr(llama, "create_completion", None)
-    if original is None:
+    if not add_stopping_criterion(llama, criterion):
         yield
         return
+    try:
+        yield
+    finally:
+        del llama.create_completion  # the instance attribute: the class's method shows through again
+
+
+def add_stopping_criterion(llama: Any, criterion: Any) -> bool:
+    """From now on ``llama.create_completion`` also stops when ``criterion`` says so (until ``del
+    llama.create_completion``); False, and nothing changed, for an object without ``create_completion``."""
+    original = getattr(llama, "create_completion", None)
+    if original is None:
+        return False
     from llama_cpp import StoppingCriteriaList
 
     def create_completion(*args: Any, stopping_criteria: Any = None, **kwargs: Any) -> Any:
@@ -64,7 +75,4 @@ def stopping_on(llama: Any, criterion: Any) -> Iterator[None]:
         return original(*args, stopping_criteria=combined, **kwargs)
 
     llama.create_completion = create_completion
-    try:
-        yield
-    finally:
-        del llama.create_completion  # the instance attribute: the class's method shows through again
+    return True

@@ -13,10 +13,15 @@ does not apply to served replies.
 
 llama-cpp-python's server answers one request at a time per process; ``parallel`` > 1 runs that many uvicorn
 worker processes on the one port, each with its own context (the weights are memory-mapped, so shared).
+
+On Ctrl-C or SIGTERM a reply being generated ends at its next token and its request is answered HTTP 503 ("the LM
+server stopped before the reply was complete"), so a client counts it as failed, not as a short answer, and the
+server stops within a second instead of finishing a long reply first.
 """
 
 from __future__ import annotations
 
+import contextvars
 import errno
 import json
 import os
@@ -31,13 +36,40 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import uvicorn
+
 from disambig.errors import ConfigurationError
 from disambig.lm.schema import bounded_schema
 
 CONFIG_ENV = "DISAMBIG_SERVE_CONFIG"
 """How ``serve`` hands its configuration to worker processes (``parallel`` > 1), which build the app themselves."""
-GRACEFUL_SHUTDOWN_S = 5
+GRACEFUL_SHUTDOWN_S = 1  # a worker's reply in progress is dropped after this (one process: cut at once, HTTP 503)
 READY_TIMEOUT_S = 600.0
+STOPPING = threading.Event()
+"""Set once this process's server begins to stop: every generation then ends at its next token."""
+STOPPED_REPLY = json.dumps({"error": {"message": "the LM server stopped before the reply was complete",
+                                      "type": "server_stopping", "param": None, "code": None}}).encode()
+_interrupted: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("interrupted", default=None)
+"""The request being answered's flag, set when ``STOPPING`` cut its generation (read in the generating thread,
+which runs in a copy of the request's context)."""
+
+
+class StoppingServer(uvicorn.Server):
+    """uvicorn's server, which also sets ``STOPPING`` as soon as Ctrl-C or SIGTERM arrives."""
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        STOPPING.set()
+        super().handle_exit(sig, frame)
+
+
+def end_when_stopping(input_ids: Any, logits: Any = None) -> bool:
+    """A llama-cpp-python stopping criterion: True once ``STOPPING`` is set, marking the request as interrupted."""
+    if not STOPPING.is_set():
+        return False
+    flag = _interrupted.get()
+    if flag is not None:
+        flag.set()
+    return True
 
 
 @dataclass(frozen=True)
@@ -148,7 +180,18 @@ def build_app(config: ServeConfig) -> Any:
                           logits_all=True,  # token logprobs need every position's logits
                           verbose=False)
     app = create_app(server_settings=ServerSettings(host=config.host, port=config.port), model_settings=[model])
-    return OpenAIRequests(app, repeat_penalty=config.repeat_penalty)
+    _stop_generations(app)
+    return OpenAIRequests(app, config.model_id, repeat_penalty=config.repeat_penalty)
+
+
+def _stop_generations(app: Any) -> None:
+    """Make the loaded model's generations end once ``STOPPING`` is set (``disambig.lm.guard`` adds the criterion).
+    The server keeps its one model in a module global, read through its own proxy (pinned llama-cpp-python)."""
+    from llama_cpp.server import app as server_module
+
+    from disambig.lm.guard import add_stopping_criterion
+
+    add_stopping_criterion(server_module._llama_proxy(None), end_when_stopping)
 
 
 def app_from_env() -> Any:
@@ -165,8 +208,6 @@ def serve(config: ServeConfig, on_ready: Callable[[], None] | None = None) -> No
     Raises:
         ConfigurationError: the port is in use.
     """
-    import uvicorn
-
     check_port(config.host, config.port)
     if config.parallel == 1:
         target: Any = build_app(config)
@@ -176,9 +217,13 @@ def serve(config: ServeConfig, on_ready: Callable[[], None] | None = None) -> No
         target, extra = f"{__name__}:app_from_env", {"factory": True, "workers": config.parallel}
     if on_ready is not None:
         threading.Thread(target=_call_when_ready, args=(config.url, on_ready), daemon=True).start()
+    options = {"host": config.host, "port": config.port, "log_level": "warning", "access_log": False,
+               "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN_S}
     with _stop_quietly():
-        uvicorn.run(target, host=config.host, port=config.port, log_level="warning", access_log=False,
-                    timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S, **extra)
+        if config.parallel == 1:
+            StoppingServer(uvicorn.Config(target, **options)).run()
+        else:  # uvicorn's workers are its own servers: they stop generating at the lifespan's shutdown
+            uvicorn.run(target, **options, **extra)
 
 
 def _call_when_ready(url: str, on_ready: Callable[[], None], timeout: float = READY_TIMEOUT_S) -> None:
@@ -229,22 +274,72 @@ def openai_chat_request(body: dict[str, Any], repeat_penalty: float = 1.0) -> di
 
 
 class OpenAIRequests:
-    """ASGI middleware: rewrite each ``POST .../chat/completions`` body with ``openai_chat_request``; pass
-    everything else through untouched."""
+    """ASGI middleware in front of llama-cpp-python's app: answer ``GET .../models`` itself (the app's own route
+    waits for the model lock, so behind a long reply); rewrite each ``POST .../chat/completions`` body with
+    ``openai_chat_request``; answer a request whose generation the server's stop cut short with HTTP 503; set
+    ``STOPPING`` when the app is told to shut down. Everything else passes through untouched."""
 
-    def __init__(self, app: Any, repeat_penalty: float = 1.0) -> None:
+    def __init__(self, app: Any, model_id: str, repeat_penalty: float = 1.0) -> None:
         self.app = app
+        self.models = json.dumps({"object": "list", "data": [{"id": model_id, "object": "model", "owned_by": "me",
+                                                               "permissions": []}]}).encode()
         self.repeat_penalty = repeat_penalty
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST" or not scope["path"].endswith("/chat/completions"):
+        if scope["type"] == "lifespan":
+            await self.app(scope, self._watch_shutdown(receive), send)
+        elif scope["type"] == "http" and scope["method"] == "GET" and scope["path"].endswith("/v1/models"):
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"content-length", str(len(self.models)).encode())]})
+            await send({"type": "http.response.body", "body": self.models, "more_body": False})
+        elif scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
-            return
+        else:
+            if scope["path"].endswith("/chat/completions"):
+                scope, receive = await self._rewritten(scope, receive)
+            if scope is not None:
+                await self._answer(scope, receive, send)
+
+    @staticmethod
+    def _watch_shutdown(receive: Any) -> Any:
+        async def watched() -> dict[str, Any]:
+            message = await receive()
+            if message["type"] == "lifespan.shutdown":
+                STOPPING.set()
+            return message
+
+        return watched
+
+    async def _answer(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        flag = threading.Event()
+        token = _interrupted.set(flag)
+        sent_reply = False
+
+        async def send_or_refuse(message: dict[str, Any]) -> None:
+            nonlocal sent_reply
+            if not flag.is_set():
+                await send(message)
+            elif message["type"] == "http.response.start":
+                await send({"type": "http.response.start", "status": 503,
+                            "headers": [(b"content-type", b"application/json"),
+                                        (b"content-length", str(len(STOPPED_REPLY)).encode())]})
+            elif message["type"] == "http.response.body" and not sent_reply:
+                sent_reply = True
+                await send({"type": "http.response.body", "body": STOPPED_REPLY, "more_body": False})
+
+        try:
+            await self.app(scope, receive, send_or_refuse)
+        finally:
+            _interrupted.reset(token)
+
+    async def _rewritten(self, scope: dict[str, Any], receive: Any) -> tuple[dict[str, Any] | None, Any]:
+        """The scope and receive channel of the rewritten request (None when the client left before its body)."""
         chunks = []
         while True:
             message = await receive()
-            if message["type"] != "http.request":  # the client went away before sending its body
-                return
+            if message["type"] != "http.request":
+                return None, receive
             chunks.append(message.get("body", b""))
             if not message.get("more_body", False):
                 break
@@ -260,7 +355,7 @@ class OpenAIRequests:
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
-        await self.app({**scope, "headers": headers}, replay, send)
+        return {**scope, "headers": headers}, replay
 
     def _rewrite(self, body: bytes) -> bytes:
         try:

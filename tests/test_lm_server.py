@@ -3,13 +3,16 @@ SmolLM2 answering `disambig ask` over HTTP (slow). Every slow test stops its ser
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from disambig.errors import ConfigurationError
-from disambig.lm.server import check_port, openai_chat_request, serve_config
+from disambig.lm import server as server_module
+from disambig.lm.server import OpenAIRequests, check_port, openai_chat_request, serve_config
 
 DISAMBIG = [str(Path(sys.executable).with_name("disambig"))]  # the installed command, as a user runs it
 SCHEMA = {"type": "object", "properties": {"person": {"type": "string"}, "year": {"type": "integer"}},
@@ -71,6 +75,56 @@ def test_an_embedded_model_is_served_under_its_name(tmp_path):
     config = serve_config("local:smollm2", cache_dir=str(tmp_path), port=8123, parallel=2, threads=2)
     assert (config.model_id, config.url, config.worker_threads) == ("smollm2", "http://127.0.0.1:8123/v1", 1)
     assert config.model_path.endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
+
+
+class EchoApp:
+    """An ASGI app that answers a POST with the body and headers it received; ``generate`` runs while it answers."""
+
+    def __init__(self, generate=lambda: None) -> None:
+        self.generate = generate
+
+    async def __call__(self, scope, receive, send):
+        message = await receive()
+        self.generate()
+        headers = {k.decode(): v.decode() for k, v in scope["headers"]}
+        body = json.dumps({"body": json.loads(message["body"]), "headers": headers}).encode()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": body})
+
+
+def call(app, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
+    sent: list[dict] = []
+
+    async def receive():
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "method": method, "path": path, "headers": [(b"content-length", b"2")]}
+    asyncio.run(app(scope, receive, send))
+    return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:])
+
+
+def test_the_middleware_rewrites_chat_bodies_with_their_new_length():
+    body = json.dumps({"response_format": {"type": "json_schema", "json_schema": {"schema": SCHEMA}}}).encode()
+    status, reply = call(OpenAIRequests(EchoApp(), "m"), "POST", "/v1/chat/completions", body)
+    seen = json.loads(reply)
+    assert status == 200 and seen["body"]["response_format"] == {"type": "json_object", "schema": SCHEMA}
+    assert int(seen["headers"]["content-length"]) == len(json.dumps(seen["body"]))
+
+
+def test_the_middleware_lists_the_model_without_asking_the_app():
+    status, reply = call(OpenAIRequests(None, "smollm2"), "GET", "/v1/models")
+    assert status == 200 and [m["id"] for m in json.loads(reply)["data"]] == ["smollm2"]
+
+
+def test_a_generation_cut_by_the_stop_is_answered_503(monkeypatch):
+    monkeypatch.setattr(server_module, "STOPPING", threading.Event())
+    server_module.STOPPING.set()
+    app = OpenAIRequests(EchoApp(generate=lambda: server_module.end_when_stopping([1, 2])), "m")
+    status, reply = call(app, "POST", "/v1/chat/completions", b"{}")
+    assert status == 503 and json.loads(reply)["error"]["type"] == "server_stopping"
 
 
 # --- a real server -------------------------------------------------------------------------------------------------
@@ -193,3 +247,29 @@ def test_sigterm_stops_the_server_cleanly_and_a_busy_port_is_refused(lm_server, 
     assert f"ready: {lm_server.url} model id 'smollm2'" in log and log.rstrip().endswith("stopped")
     with pytest.raises(ProcessLookupError):
         os.killpg(lm_server.process.pid, 0)  # nothing of the group is left
+
+
+@pytest.mark.slow
+def test_a_reply_in_progress_is_answered_503_when_the_server_stops(lm_server):
+    outcome: dict = {}
+
+    def long_reply() -> None:
+        try:
+            post(f"{lm_server.url}/chat/completions", {
+                "model": "smollm2", "temperature": 0, "max_tokens": 3000,
+                "messages": [{"role": "user", "content": "Tell a long story."}]})
+        except urllib.error.HTTPError as exc:
+            outcome["status"], outcome["body"] = exc.code, json.loads(exc.read())
+
+    asking = threading.Thread(target=long_reply)
+    asking.start()
+    time.sleep(1.5)
+    start = time.monotonic()
+    with urllib.request.urlopen(f"{lm_server.url}/models", timeout=5):  # not queued behind the generation
+        assert time.monotonic() - start < 1
+    start = time.monotonic()
+    assert lm_server.stop() == 0
+    stopped_s = time.monotonic() - start
+    asking.join(timeout=30)
+    assert outcome["status"] == 503 and outcome["body"]["error"]["type"] == "server_stopping"
+    assert stopped_s < 5
