@@ -155,10 +155,19 @@ def port_open(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
+def counts(text: str) -> list[int]:
+    """``1,4,16`` as [1, 4, 16]; anything else is refused before a server starts."""
+    values = [int(part) for part in text.split(",") if part.strip().isdigit() and int(part) > 0]
+    if len(values) != len(text.split(",")):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of positive counts, e.g. 1,4,16")
+    return values
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lm", choices=("scripted", "embedded"), default="scripted")
-    parser.add_argument("--clients", default="1,4,16", help="concurrent clients of each round, comma-separated")
+    parser.add_argument("--clients", type=counts, default="1,4,16",
+                        help="concurrent clients of each round, comma-separated")
     parser.add_argument("--requests", type=int, default=64, help="questions sent in each round")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds each scripted LM call waits")
     parser.add_argument("--threads", type=int, default=1, help="the embedded LM's CPU threads")
@@ -167,6 +176,8 @@ def main() -> None:
     parser.add_argument("--max-seconds", type=float, default=600.0, help="nothing is sent after this (from start)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
+    for stop in (signal.SIGTERM, signal.SIGHUP):  # end as Ctrl-C does: through the blocks that stop the server
+        signal.signal(stop, lambda signum, _frame: sys.exit(128 + signum))
     from disambig.evaluation.code_version import code_stamp
 
     deadline = time.monotonic() + args.max_seconds
@@ -183,7 +194,7 @@ def main() -> None:
             report["start_s"] = round(time.monotonic() - started, 1)
             report["rss_mb_start"] = rss_mb(family(pid))  # disambig serve and its uvicorn, model loaded
             report["rounds"] = []
-            for clients in (int(c) for c in args.clients.split(",")):
+            for clients in args.clients:
                 outcomes, wall = run_clients(port, f"c{clients}", clients, args.requests, deadline)
                 report["rounds"].append({"clients": clients, **figures(outcomes, wall, expected),
                                          "rss_mb_after": rss_mb(family(pid))})

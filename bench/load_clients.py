@@ -71,8 +71,11 @@ def run_clients(port: int, tag: str, clients: int, requests: int, deadline: floa
         return send(port, question_for(tag, index), index, left)
 
     began = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=clients, thread_name_prefix="client") as pool:
+    pool = ThreadPoolExecutor(max_workers=clients, thread_name_prefix="client")
+    try:
         outcomes = list(pool.map(one, range(requests)))
+    finally:  # stopped early (Ctrl-C, SIGTERM): the questions not yet sent are dropped
+        pool.shutdown(wait=True, cancel_futures=True)
     return outcomes, time.perf_counter() - began
 
 
