@@ -100,13 +100,14 @@ def mismatches(outcomes: list[Outcome], expected: Callable[[str], str] | None) -
 
 
 def figures(outcomes: list[Outcome], wall: float, expected: Callable[[str], str] | None) -> dict:
-    """One run's figures: answered per second of wall time, latency percentiles of answered requests (ms), every
-    reply kind counted, and the mismatches."""
+    """One run's figures: answered per second of wall time, latency percentiles of answered requests (ms), how long
+    the slowest refusal (503) took, every reply kind counted, and the mismatches."""
     answered = [o.seconds for o in outcomes if o.kind == "ok"]
+    refused = [o.seconds for o in outcomes if o.kind == "http-503"]
     latency = np.percentile(answered, [50, 95, 99]) * 1000 if answered else [float("nan")] * 3
     return {"requests": len(outcomes), "answered": len(answered), "wall_s": round(wall, 3),
             "throughput_rps": round(len(answered) / wall, 3) if wall else 0.0,
             "p50_ms": round(float(latency[0]), 1), "p95_ms": round(float(latency[1]), 1),
-            "p99_ms": round(float(latency[2]), 1),
+            "p99_ms": round(float(latency[2]), 1), "slowest_503_ms": round(max(refused) * 1000, 1) if refused else None,
             "kinds": dict(sorted(Counter(o.kind for o in outcomes).items())),
             "mismatches": mismatches(outcomes, expected)}
