@@ -56,9 +56,15 @@ def test_route_faithful_counts_identical_answers_and_compares_the_metric(tmp_pat
     rows = [json.loads(line) for line in (e2e / "results.jsonl").read_text().splitlines()]
     rows[0]["prediction"]["long_answer"], rows[0]["scores"]["str-em"] = "something else", 0.0
     (e2e / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    text = bench("route_faithful").compare(e2e, tmp_path, "asqa", "str-em")
-    assert "identical long answer and interpretations on 7 of 8" in text
-    assert "| route, end to end | 0.375 |" in text
+    rows[2]["prediction"]["long_answer"] = "vanilla-rag on"  # q2 ended early: a prefix of the stored answer
+    rows[1]["prediction"] = None  # q1 failed end to end: no answer, its stored empty scores
+    rows[1]["scores"]["str-em"] = 0.0
+    (e2e / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    text = bench("route_faithful").compare(e2e, tmp_path, "asqa", "str-em", {i: "vanilla-rag" for i in IDS})
+    assert "the run chose the predicted candidate on 7 and failed 1" in text
+    assert "identical long answer and interpretations on 5 of 8" in text
+    assert "a shorter prefix of the stored one on 1." in text
+    assert "| route, end to end | 0.250 |" in text
     assert "| composed from stored candidate runs | 0.500 | reference | 2.00 |" in text
     assert "{'vanilla-rag': 8}" in text
 
@@ -68,4 +74,6 @@ def test_route_faithful_refuses_a_run_with_no_stored_counterpart(tmp_path, bench
     (tmp_path / "asqa-dev" / "adf").mkdir(parents=True)
     (tmp_path / "asqa-dev" / "adf" / "results.jsonl").write_text("", encoding="utf-8")
     with pytest.raises(SystemExit, match="no question"):
-        bench("route_faithful").compare(e2e, tmp_path, "asqa", "str-em")
+        bench("route_faithful").compare(e2e, tmp_path, "asqa", "str-em", {i: "adf" for i in IDS})
+    with pytest.raises(SystemExit, match="no decision"):
+        bench("route_faithful").compare(e2e, tmp_path, "asqa", "str-em", {})
