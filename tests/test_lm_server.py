@@ -256,7 +256,7 @@ def test_a_reply_in_progress_is_answered_503_when_the_server_stops(lm_server):
     def long_reply() -> None:
         try:
             post(f"{lm_server.url}/chat/completions", {
-                "model": "smollm2", "temperature": 0, "max_tokens": 3000,
+                "model": "smollm2", "temperature": 0, "max_tokens": 3000, "min_tokens": 2000,  # still going at the stop
                 "messages": [{"role": "user", "content": "Tell a long story."}]})
         except urllib.error.HTTPError as exc:
             outcome["status"], outcome["body"] = exc.code, json.loads(exc.read())
