@@ -164,3 +164,19 @@ def test_eval_against_an_unreachable_endpoint_exits_2_and_writes_nothing(tmp_pat
     assert len(lines) == 1 and lines[0].startswith("error: cannot reach the LM endpoint")
     assert SECRET not in result.output
     assert not out.exists() and not (tmp_path / "mlflow.db").exists()
+
+
+def test_the_key_is_not_in_the_lms_saved_state_nor_in_the_settings(serve_stub, monkeypatch):
+    from dataclasses import asdict
+
+    from disambig.lm.runtime import build_lm
+    from disambig.settings import load_settings
+
+    stub = serve_stub()
+    monkeypatch.setenv("DISAMBIG_API_KEY", SECRET)
+    monkeypatch.setenv("DISAMBIG_API_BASE", stub.base)
+    settings = load_settings(lm="openai/smollm2")
+    lm = build_lm(settings)
+    assert lm.kwargs["api_key"] == SECRET  # sent to the endpoint ...
+    assert SECRET not in json.dumps(lm.dump_state(), default=str)  # ... and nowhere else
+    assert SECRET not in json.dumps(asdict(settings))
