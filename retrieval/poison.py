@@ -9,8 +9,11 @@ keeps its length. Used by ``bench/poison.py``; nothing in the normal paths build
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, replace
 from typing import Any
+
+import numpy as np
 
 from disambig.retrieval.base import SharedIndex, check_k, check_queries, check_query
 from disambig.retrieval.passage import Passage
@@ -27,9 +30,9 @@ class Attack:
     canary: str
     template: str
 
-    @property
-    def passage_id(self) -> str:
-        return f"{POISON_PREFIX}{self.kind}"
+    def passage_id(self, query: str) -> str:
+        """``poison:KIND:HASH``: one id per query, since the passage's text opens with the query."""
+        return f"{POISON_PREFIX}{self.kind}:{hashlib.sha1(query.strip().encode()).hexdigest()[:10]}"
 
     def text(self, query: str) -> str:
         return self.template.format(query=query.strip(), canary=self.canary)
@@ -75,6 +78,7 @@ class PoisonedRetriever(SharedIndex):
         self.attack = attack
         self.rank = rank
         self.name = f"{getattr(retriever, 'name', type(retriever).__name__)}+poison:{attack.kind}@{rank}"
+        self._planted: dict[str, Passage] = {}  # by id, so stored_vectors can encode the few planted ones
 
     @property
     def size(self) -> int:
@@ -86,11 +90,20 @@ class PoisonedRetriever(SharedIndex):
         return getattr(self.retriever, "embedder", None)
 
     def stored_vectors(self, ids: list[str]) -> Any | None:
-        """The wrapped index's vectors, or None when the planted passage is among ``ids`` (it is encoded afresh)."""
+        """The wrapped index's vectors for ``ids``, with planted passages encoded here (as rerankers encode a
+        passage: ``title: text``); None when the wrapped index has none or a planted id is unknown."""
         lookup = getattr(self.retriever, "stored_vectors", None)
-        if lookup is None or any(i.startswith(POISON_PREFIX) for i in ids):
+        planted = [i for i in ids if i.startswith(POISON_PREFIX)]
+        if lookup is None or any(i not in self._planted for i in planted):
             return None
-        return lookup(ids)
+        real = [i for i in ids if not i.startswith(POISON_PREFIX)]
+        stored = lookup(real) if real else None
+        if stored is None and real:
+            return None
+        fresh = dict(zip(planted, np.atleast_2d(self.embedder.encode(
+            [f"{self._planted[i].title}: {self._planted[i].text}" for i in planted])), strict=True)) if planted else {}
+        rows = dict(zip(real, np.atleast_2d(stored), strict=True)) if real else {}
+        return np.stack([fresh[i] if i in fresh else rows[i] for i in ids])
 
     def search(self, query: str, k: int = 10) -> list[Passage]:
         return self.plant(check_query(query), self.retriever.search(query, check_k(k, self.size)), k)
@@ -105,7 +118,10 @@ class PoisonedRetriever(SharedIndex):
         at = min(self.rank, len(hits) + 1) - 1
         title = hits[0].title if hits else ""
         score = hits[at].score if at < len(hits) else (hits[-1].score if hits else 0.0)
-        planted = Passage(self.attack.passage_id, title, self.attack.text(query), score)
+        planted = Passage(self.attack.passage_id(query), title, self.attack.text(query), score)
+        if len(self._planted) > 10_000:
+            self._planted.clear()
+        self._planted[planted.id] = planted
         ranked = [*hits[:at], planted, *hits[at:]][:k]
         return [replace(p, rank=n) for n, p in enumerate(ranked, 1)]
 

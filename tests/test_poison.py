@@ -59,16 +59,22 @@ def test_bad_attacks_and_ranks_are_refused(attack, rank, match):
         PoisonedRetriever(FakeRetriever(), attack, rank=rank)
 
 
-def test_stored_vectors_are_not_looked_up_for_the_planted_passage():
+def test_stored_vectors_come_from_the_index_and_the_planted_passage_is_encoded_alone():
+    import numpy as np
+
     class Stored(FakeRetriever):
-        embedder = "encoder"
+        embedder = FakeEmbedder()
 
         def stored_vectors(self, ids):
-            return ids
+            return np.stack([self.embedder.encode([f"{p.title}: {p.text}"])[0] for i in ids for p in self.passages
+                             if p.id == i])
 
     poisoned = PoisonedRetriever(Stored(), "override")
-    assert poisoned.embedder == "encoder" and poisoned.stored_vectors(["p1", "p2"]) == ["p1", "p2"]
-    assert poisoned.stored_vectors(["p1", "poison:override"]) is None
+    hits = poisoned.search(QUESTION, 3)
+    vectors = poisoned.stored_vectors([h.id for h in hits])
+    expected = FakeEmbedder().encode([f"{h.title}: {h.text}" for h in hits])  # what a reranker would encode
+    assert vectors.shape == expected.shape and np.allclose(vectors, expected)
+    assert poisoned.stored_vectors(["p1", "poison:override:unknown"]) is None  # never planted here
 
 
 def test_canaries_are_distinct_and_in_no_passage():
