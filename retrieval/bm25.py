@@ -3,29 +3,36 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 from disambig.errors import ConfigurationError
 from disambig.retrieval.base import Progress, SharedIndex, check_k, check_queries, check_query
 from disambig.retrieval.passage import Passage
-from disambig.retrieval.store import IndexCorruptError, package_version, rebuild_hint
+from disambig.retrieval.passage_store import Passages, as_passages
+from disambig.retrieval.store import CorpusShards, IndexCorruptError, package_version, rebuild_hint
 
 LUCENE_DIR = "lucene"
 BATCH = 2000
 PREBUILT = "prebuilt:"
 
 
-def write_lucene(folder: Path, passages: list[dict[str, str]], progress: Progress | None = None,
+def write_lucene(folder: Path, shards: CorpusShards, progress: Progress | None = None,
                  threads: int = 1) -> dict[str, Any]:
-    """Index ``title + text`` as the Lucene ``contents`` field (Anserini's English analyzer), raw JSON stored."""
+    """Index ``title + text`` as the Lucene ``contents`` field (Anserini's English analyzer), raw JSON stored,
+    shard by shard. A resumed build indexes every shard again (Lucene's half-written index is not kept)."""
     _, index_lucene = _pyserini()
+    shutil.rmtree(folder / LUCENE_DIR, ignore_errors=True)
     indexer = index_lucene.LuceneIndexer(args=["-index", str(folder / LUCENE_DIR), "-storeRaw"], threads=threads)
-    for start in range(0, len(passages), BATCH):
-        batch = passages[start : start + BATCH]
-        indexer.add_batch_raw([json.dumps({"id": p["id"], "contents": contents(p)}) for p in batch])
-        if progress:
-            progress(start + len(batch), len(passages))
+    done = 0
+    for _, passages in shards:
+        for start in range(0, len(passages), BATCH):
+            batch = passages[start : start + BATCH]
+            indexer.add_batch_raw([json.dumps({"id": p["id"], "contents": contents(p)}) for p in batch])
+            done += len(batch)
+            if progress:
+                progress(done, shards.total)
     indexer.close()
     return {"backend": f"pyserini {package_version('pyserini')}", "fields": "title + text"}
 
@@ -40,7 +47,8 @@ class BM25Retriever(SharedIndex):
 
     Args:
         folder: the index folder (holding ``lucene/``).
-        passages: the indexed ``{id, title, text}`` rows, in any order.
+        passages: the indexed passages: a list of ``{id, title, text}`` or an on-disk store
+            (``disambig.retrieval.passage_store``), from which only the hits are read.
         corpus: the corpus name or path, for error messages.
         k1, b: BM25 parameters (pyserini's defaults 0.9 and 0.4).
         threads: threads for ``batch_search``.
@@ -48,13 +56,13 @@ class BM25Retriever(SharedIndex):
 
     name = "bm25"
 
-    def __init__(self, folder: Path, passages: list[dict[str, str]], corpus: str, k1: float = 0.9, b: float = 0.4,
-                 threads: int = 1) -> None:
+    def __init__(self, folder: Path, passages: Passages | list[dict[str, str]], corpus: str, k1: float = 0.9,
+                 b: float = 0.4, threads: int = 1) -> None:
         self.folder = folder
         self.corpus = corpus
         self.k1, self.b = k1, b
         self.threads = threads
-        self._passages: dict[str, dict[str, str]] | None = {p["id"]: p for p in passages}
+        self._passages: Passages | None = as_passages(passages)
         self._searcher: Any = None
         self._size = len(passages)
 
@@ -98,17 +106,17 @@ class BM25Retriever(SharedIndex):
         return [self._to_passages(hits[q]) for q in qids]
 
     def _to_passages(self, hits: list[Any]) -> list[Passage]:
-        out = []
-        for rank, hit in enumerate(hits, 1):
-            pid, title, text = self._row(hit.docid)
-            out.append(Passage(pid, title, text, float(hit.score), rank))
-        return out
+        rows = self._rows([hit.docid for hit in hits])
+        return [Passage(pid, title, text, float(hit.score), rank)
+                for rank, (hit, (pid, title, text)) in enumerate(zip(hits, rows, strict=True), 1)]
 
-    def _row(self, docid: str) -> tuple[str, str, str]:
-        if self._passages is not None:
-            p = self._passages[docid]
-            return p["id"], p["title"], p["text"]
-        return (docid, *split_raw(self._lucene().doc(docid).raw() or ""))
+    def _rows(self, docids: list[str]) -> list[tuple[str, str, str]]:
+        if self._passages is None:
+            return [(docid, *split_raw(self._lucene().doc(docid).raw() or "")) for docid in docids]
+        found = self._passages.by_ids(docids)
+        if any(p is None for p in found):
+            raise self._damaged(f"Lucene index at {str(self.folder)!r} returns passages its passage store lacks")
+        return [(p["id"], p["title"], p["text"]) for p in found if p is not None]
 
     def _lucene(self) -> Any:
         if self._searcher is None:

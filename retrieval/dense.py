@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,9 @@ from disambig.retrieval import faiss_index
 from disambig.retrieval.base import BatchRetriever, Progress, check_k
 from disambig.retrieval.faiss_index import SearchParams, import_faiss
 from disambig.retrieval.passage import Passage
-from disambig.retrieval.store import MANIFEST, IndexCorruptError, package_version, rebuild_hint
+from disambig.retrieval.passage_store import PASSAGES_DB, Passages, as_passages
+from disambig.retrieval.shards import SHARDS_DIR, load_shard, save_shard
+from disambig.retrieval.store import MANIFEST, CorpusShards, IndexCorruptError, package_version, rebuild_hint
 
 FAISS_FILE = "faiss.index"
 VECTORS_FILE = "vectors.npy"
@@ -52,26 +55,62 @@ def encode_passages(passages: list[dict[str, str]], embedder: Any, progress: Pro
     return np.vstack(chunks)
 
 
-def write_faiss(folder: Path, passages: list[dict[str, str]], embedder: Any, progress: Progress | None = None,
+def write_faiss(folder: Path, shards: CorpusShards, embedder: Any, progress: Progress | None = None,
                 factory: str | None = None, search: SearchParams | None = None) -> dict[str, Any]:
-    """Persist the vectors (``vectors.npy``), the FAISS index and the row -> passage id map (``ids.json``).
+    """Encode the corpus shard by shard (``shards/``, kept and verified when a build resumes), then write the
+    FAISS index and the vectors (``vectors.npy``) from the shards, memory-mapped.
 
     Args:
+        folder: the index folder being built.
+        shards: the corpus as numbered shards (``disambig.retrieval.store.CorpusShards``).
+        embedder: the encoder (``encode(texts)`` -> unit vectors).
+        progress: ``progress(done, total)`` in passages.
         factory: a ``faiss.index_factory`` string; by default ``Flat`` up to 100k passages, else ``IVF...,SQ8``
             (``disambig.retrieval.faiss_index.default_factory``).
         search: search parameters stored with the index (``nprobe``, ``ef_search``); defaults by index type.
     """
-    import numpy as np
-
-    vectors = encode_passages(passages, embedder, progress)
-    factory = factory or faiss_index.default_factory(len(vectors))
-    index = faiss_index.fill_index(factory, [vectors])
-    np.save(folder / VECTORS_FILE, vectors)
+    vectors = encode_shards(folder, shards, embedder, progress)
+    factory = factory or faiss_index.default_factory(sum(len(v) for v in vectors))
+    index = faiss_index.fill_index(factory, vectors)
     faiss_index.write(index, folder / FAISS_FILE)
-    (folder / IDS_FILE).write_text(json.dumps([p["id"] for p in passages]), encoding="utf-8")
+    concatenate(vectors, folder / VECTORS_FILE)
+    shutil.rmtree(folder / SHARDS_DIR)
     stored = (search or SearchParams()).over(faiss_index.default_search(factory, index))
     return {"backend": f"faiss {package_version('faiss-cpu')}", "faiss_index": type(index).__name__,
-            "faiss_factory": factory, "search": stored.to_dict(), "dimension": int(vectors.shape[1])}
+            "faiss_factory": factory, "search": stored.to_dict(), "dimension": int(vectors[0].shape[1])}
+
+
+def encode_shards(folder: Path, shards: CorpusShards, embedder: Any, progress: Progress | None = None) -> list[Any]:
+    """Each shard's vectors, memory-mapped from ``shards/``: encoded now, or kept from an interrupted build when its
+    checksum verifies (only one shard's passages and vectors are in memory at a time)."""
+    rebuild = rebuild_hint(shards.corpus, "dense")
+    vectors, done = [], 0
+    for number, passages in shards:
+        ids = [p["id"] for p in passages]
+        kept = load_shard(folder, number, ids, rebuild)
+        if kept is None:
+            tick = (lambda d, t, base=done: progress(base + d, shards.total)) if progress else None
+            save_shard(folder, number, encode_passages(passages, embedder, tick), ids)
+            kept = load_shard(folder, number, ids, rebuild)
+        vectors.append(kept)
+        done += len(passages)
+    if progress and not done:
+        progress(0, shards.total)
+    return vectors
+
+
+def concatenate(shards: list[Any], path: Path) -> None:
+    """Write the rows of ``shards`` into one ``.npy`` file, a shard at a time."""
+    import numpy as np
+
+    rows = sum(len(s) for s in shards)
+    out = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(rows, shards[0].shape[1]))
+    start = 0
+    for shard in shards:
+        out[start : start + len(shard)] = shard
+        start += len(shard)
+    out.flush()
+    del out
 
 
 LEGACY_FACTORIES = {"IndexFlatIP": "Flat", "IndexHNSWFlat": "HNSW32,Flat"}
@@ -107,7 +146,8 @@ class DenseRetriever(BatchRetriever):
 
     Args:
         folder: the index folder made by ``write_faiss``.
-        passages: the indexed ``{id, title, text}`` rows in index order.
+        passages: the indexed passages in index order: a list of ``{id, title, text}`` or an on-disk store
+            (``disambig.retrieval.passage_store``), from which only the hits are read.
         corpus: the corpus name or path, for error messages.
         embedder: the encoder the index was built with (``encode(texts)`` -> unit vectors).
         search: ``nprobe`` / ``ef_search`` overriding those stored in the index's manifest.
@@ -115,15 +155,15 @@ class DenseRetriever(BatchRetriever):
 
     name = "dense"
 
-    def __init__(self, folder: Path, passages: list[dict[str, str]], corpus: str, embedder: Any,
+    def __init__(self, folder: Path, passages: Passages | list[dict[str, str]], corpus: str, embedder: Any,
                  search: SearchParams | None = None) -> None:
         self.folder = folder
         self.corpus = corpus
         self.embedder = embedder
         self.search_params = search or SearchParams()
-        self._passages = passages
+        self._passages = as_passages(passages)
         self._index: Any = None
-        self._rows: dict[str, int] | None = None
+        self._search: SearchParams | None = None
         self._stored: Any = None
 
     @property
@@ -147,7 +187,7 @@ class DenseRetriever(BatchRetriever):
         if vectors.shape[1] != index.d:
             raise ConfigurationError(f"the query encoder gives {vectors.shape[1]}-d vectors but the index at "
                                      f"{str(self.folder)!r} holds {index.d}-d ones; use the encoder it was built with")
-        faiss_index.configure(index, self.search_params.over(self._stored_search()), k)
+        faiss_index.configure(index, self._search or SearchParams(), k)
         scores, rows = index.search(vectors, k)
         return [self._to_passages(s, r) for s, r in zip(scores, rows, strict=True)]
 
@@ -162,36 +202,45 @@ class DenseRetriever(BatchRetriever):
         memory-mapped ``vectors.npy``; None when one of them is not in the index or the file is missing."""
         import numpy as np
 
-        if self._rows is None:
+        if self._stored is None:
             path = self.folder / VECTORS_FILE
             if not path.exists():
                 return None
-            self._stored = np.load(path, mmap_mode="r")
-            self._rows = {p["id"]: row for row, p in enumerate(self._passages)}
-        rows = [self._rows.get(i) for i in ids]
+            try:
+                self._stored = np.load(path, mmap_mode="r")
+            except (OSError, ValueError) as exc:
+                raise IndexCorruptError(f"vectors file {str(path)!r} cannot be read ({type(exc).__name__}); "
+                                        f"rebuild it with `{rebuild_hint(self.corpus, 'dense')}`") from None
+        rows = self._passages.rows_of(ids)
         if any(row is None for row in rows):
             return None
         return np.asarray(self._stored[rows], dtype=np.float32)
 
     def _to_passages(self, scores: Any, rows: Any) -> list[Passage]:
         hits = [(float(s), int(r)) for s, r in zip(scores, rows, strict=True) if r >= 0]
-        return [Passage(self._passages[r]["id"], self._passages[r]["title"], self._passages[r]["text"], s, rank)
-                for rank, (s, r) in enumerate(hits, 1)]
-
-    def _stored_search(self) -> SearchParams:
-        return SearchParams.from_dict(_manifest(self.folder).get("search"))
+        found = self._passages.rows([r for _, r in hits])
+        return [Passage(p["id"], p["title"], p["text"], s, rank)
+                for rank, ((s, _), p) in enumerate(zip(hits, found, strict=True), 1)]
 
     def _faiss(self) -> Any:
         if self._index is None:
             path = self.folder / FAISS_FILE
             try:
                 index = faiss_index.read(path)
-                ids = json.loads((self.folder / IDS_FILE).read_text(encoding="utf-8"))
+                ids = self._legacy_ids()
             except (RuntimeError, OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
                 raise IndexCorruptError(f"FAISS index at {str(path)!r} cannot be read ({type(exc).__name__}); "
                                         f"rebuild it with `{rebuild_hint(self.corpus, 'dense')}`") from None
-            if index.ntotal != len(self._passages) or ids != [p["id"] for p in self._passages]:
+            if index.ntotal != len(self._passages) or (ids is not None and ids != [p["id"] for p in self._passages]):
                 raise IndexCorruptError(f"FAISS index at {str(path)!r} does not match its passages; rebuild it "
                                         f"with `{rebuild_hint(self.corpus, 'dense')}`")
+            self._search = self.search_params.over(SearchParams.from_dict(_manifest(self.folder).get("search")))
             self._index = index
         return self._index
+
+    def _legacy_ids(self) -> list[str] | None:
+        """The row -> id list of an index built before the SQLite passage store (None for later ones)."""
+        path = self.folder / IDS_FILE
+        if not path.exists() and (self.folder / PASSAGES_DB).exists():
+            return None
+        return json.loads(path.read_text(encoding="utf-8"))

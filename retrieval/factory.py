@@ -13,7 +13,7 @@ from disambig.retrieval.bm25 import PREBUILT
 from disambig.retrieval.faiss_index import SearchParams
 from disambig.retrieval.fusion import RRF_K
 from disambig.retrieval.progress import LoggedProgress
-from disambig.retrieval.store import build_index, index_dir, read_index
+from disambig.retrieval.store import SHARD_SIZE, build_index, index_dir, read_index
 
 logger = logging.getLogger(__name__)
 EXPANDED_KINDS = ("amd-sparse", "amd-dense", "amd-rrf", "q2d-sparse", "q2d-dense", "q2c-sparse", "q2c-dense",
@@ -49,7 +49,7 @@ def needs_build(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = N
 
 def ensure_index(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = None, force: bool = False,
                  threads: int = 1, progress: Progress | None = None, faiss_factory: str | None = None,
-                 search: SearchParams | None = None) -> Path:
+                 search: SearchParams | None = None, shard_size: int = SHARD_SIZE) -> Path:
     """Build the ``bm25`` or ``dense`` index of ``corpus`` unless an identical one exists; return its folder.
 
     Args:
@@ -66,6 +66,7 @@ def ensure_index(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = 
             instead of the size-based default (exact ``Flat`` up to 100k passages); an index built with another
             one is rebuilt.
         search: dense only: ``nprobe`` / ``ef_search`` stored with the index (an existing index is updated in place).
+        shard_size: passages read (and, for dense, encoded and kept for resuming) at a time.
     """
     _check_corpus(corpus, kind)
     if corpus.startswith(PREBUILT):
@@ -87,11 +88,12 @@ def ensure_index(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = 
         from disambig.retrieval.bm25 import write_lucene
 
         return build_index(folder, corpus, kind, {}, lambda tmp, ps, tick: write_lucene(tmp, ps, tick, threads),
-                           progress)
+                           progress, fresh=force, shard_size=shard_size)
     from disambig.retrieval.dense import write_faiss
 
     return build_index(folder, corpus, kind, {"encoder": encoder_name(encoder)},
-                       lambda tmp, ps, tick: write_faiss(tmp, ps, encoder, tick, faiss_factory, search), progress)
+                       lambda tmp, ps, tick: write_faiss(tmp, ps, encoder, tick, faiss_factory, search), progress,
+                       fresh=force, shard_size=shard_size)
 
 
 def build_retriever(kind: str, corpus: str = "wiki-slice", settings: Any = None, embedder: Any = None,

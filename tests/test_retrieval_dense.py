@@ -37,10 +37,12 @@ def test_batch_search_matches_search(corpus, settings):
 def test_index_persists_and_is_reopened_without_encoding_the_corpus_again(corpus, settings, monkeypatch):
     first = build_retriever("dense", corpus, settings, embedder=VocabEmbedder())
     files = {p.name for p in first.folder.iterdir()}
-    assert {"manifest.json", "passages.jsonl", "faiss.index", "ids.json", "vectors.npy"} <= files
+    assert files == {"manifest.json", "passages.sqlite", "faiss.index", "vectors.npy"}  # no shards left behind
     manifest = json.loads((first.folder / "manifest.json").read_text())
     assert manifest["params"] == {"encoder": "vocab-bow"} and manifest["faiss_index"] == "IndexFlatIP"
-    assert json.loads((first.folder / "ids.json").read_text()) == ["p1", "p2", "p3", "p4"]
+    assert manifest["source"]["passages"] == 4 and manifest["source"]["format"] == "jsonl"
+    assert manifest["source"]["sha256"] == manifest["corpus_sha256"]
+    assert [p["id"] for p in first._passages] == ["p1", "p2", "p3", "p4"]
     np.testing.assert_allclose(first.vectors(), VocabEmbedder().encode(
         [f"{p['title']}: {p['text']}" for p in PASSAGES]), atol=1e-6)
 
@@ -107,14 +109,21 @@ def test_missing_index_names_the_build_command(corpus, settings):
         build_retriever("dense", corpus, settings, embedder=VocabEmbedder(), auto_build=False)
 
 
-@pytest.mark.parametrize("damaged", ["faiss.index", "ids.json"])
-def test_corrupt_index_file_names_the_rebuild_command(corpus, settings, damaged):
+def test_corrupt_index_file_names_the_rebuild_command(corpus, settings):
     folder = build_retriever("dense", corpus, settings, embedder=VocabEmbedder()).folder
-    (folder / damaged).write_bytes(b"\x00not an index")
+    (folder / "faiss.index").write_bytes(b"\x00not an index")
     retriever = build_retriever("dense", corpus, settings, embedder=VocabEmbedder(), auto_build=False)
-    with pytest.raises(IndexCorruptError, match=r"cannot be read .* rebuild it with `disambig index build --corpus "
-                                                r".*tiny.jsonl --kind dense --force`"):
+    with pytest.raises(IndexCorruptError, match=r"faiss.index' cannot be read .* rebuild it with `disambig index build "
+                                                r"--corpus .*tiny.jsonl --kind dense --force`$"):
         retriever.search("zebra", 1)
+
+
+def test_corrupt_passage_store_names_the_rebuild_command(corpus, settings):
+    folder = build_retriever("dense", corpus, settings, embedder=VocabEmbedder()).folder
+    (folder / "passages.sqlite").write_bytes(b"\x00not a database" * 100)
+    with pytest.raises(IndexCorruptError, match=r"missing files or corrupt \(DatabaseError\); rebuild it with "
+                                                r"`disambig index build --corpus .*tiny.jsonl --kind dense --force`$"):
+        build_retriever("dense", corpus, settings, embedder=VocabEmbedder(), auto_build=False)
 
 
 def test_corrupt_manifest_names_the_rebuild_command(corpus, settings):
@@ -124,10 +133,12 @@ def test_corrupt_manifest_names_the_rebuild_command(corpus, settings):
         build_retriever("dense", corpus, settings, embedder=VocabEmbedder())
 
 
-def test_truncated_passages_file_is_incomplete(corpus, settings):
+def test_truncated_passage_store_is_incomplete(corpus, settings):
+    import sqlite3
+
     folder = build_retriever("dense", corpus, settings, embedder=VocabEmbedder()).folder
-    lines = (folder / "passages.jsonl").read_text().splitlines(keepends=True)
-    (folder / "passages.jsonl").write_text("".join(lines[:2]))
+    with sqlite3.connect(folder / "passages.sqlite") as db:
+        db.execute("DELETE FROM passages WHERE row >= 2")
     with pytest.raises(IndexCorruptError, match="is incomplete; rebuild it with"):
         build_retriever("dense", corpus, settings, embedder=VocabEmbedder(), auto_build=False)
 

@@ -42,13 +42,16 @@ def build(
                                            "(default nlist/32; changing it needs no rebuild)."),
     ef_search: int | None = typer.Option(None, "--ef-search", min=1,
                                          help="HNSW efSearch, stored with the dense index (default 128)."),
+    shard_size: int = typer.Option(10_240, "--shard-size", min=1,
+                                   help="Passages read at a time; a dense build keeps each encoded shard, so an "
+                                        "interrupted build resumes (rerun the same command; --force starts over)."),
 ) -> None:
     """Index CORPUS for BM25 (Lucene) and/or dense search (FAISS); an up-to-date index is kept unless --force."""
     from disambig.retrieval.faiss_index import SearchParams
 
     if kind not in ("bm25", "dense", "all"):
         raise ValueError(f"unknown index kind {kind!r}; choose bm25, dense or all")
-    dense = DenseOptions(faiss_factory, SearchParams(nprobe, ef_search))
+    dense = DenseOptions(faiss_factory, SearchParams(nprobe, ef_search), shard_size)
     settings = load_settings(threads=threads)
     console = Console()
     table = Table(title=f"Indexes of {corpus}")
@@ -69,6 +72,7 @@ class DenseOptions:
 
     faiss_factory: str | None = None
     search: Any = None
+    shard_size: int = 10_240
 
 
 def build_with_progress(console: Console, kind: str, corpus: str, settings: Any, encoder: Any = None,
@@ -80,7 +84,8 @@ def build_with_progress(console: Console, kind: str, corpus: str, settings: Any,
     if not corpus.startswith(PREBUILT) and not force and not needs_build(kind, corpus, settings.cache_dir, encoder,
                                                                           dense.faiss_factory):
         return ensure_index(kind, corpus, settings.cache_dir, encoder, search=dense.search), False
-    build = {"force": True, "threads": settings.threads, "faiss_factory": dense.faiss_factory, "search": dense.search}
+    build = {"force": force, "threads": settings.threads, "faiss_factory": dense.faiss_factory, "search": dense.search,
+             "shard_size": dense.shard_size}
     if not console.is_terminal:  # a bar would only show once done; the build logs its progress lines instead
         return ensure_index(kind, corpus, settings.cache_dir, encoder, **build), True
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
