@@ -222,3 +222,34 @@ def test_the_bench_table_reads_rates_flags_and_clean_quality(tmp_path, monkeypat
     assert "] better |" in text
     assert "| 1/3 / 0/0 |" in text
     assert "| vanilla-rag | 4 | dr | 0.283 | 0.283 | +0.000 [+0.000, +0.000] tie | 0 / 1 | 100 / 100 |" in text
+
+
+def test_the_bench_runs_every_cell_through_run_eval_and_resumes(tmp_path, monkeypatch, asqa_file):
+    import argparse
+
+    from program_fakes import scripted_lm, use_in_cli
+
+    class Indexed(FakeRetriever):
+        embedder = FakeEmbedder()
+
+    lm, engine = scripted_lm({**RAC_RULES, "Using only the numbered passages": lambda user: {"disambiguations": [
+        {"question": "Which?", "answer": "Quillfeather-2259" if "Quillfeather" in user else "Melville",
+         "passage": 1}]}})  # follows the ignore attack whenever it is shown
+    use_in_cli(monkeypatch, lm, Indexed())
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    poison = importlib.import_module("poison")
+    args = argparse.Namespace(program="vanilla-rag", dataset=asqa_file, split="all", limit=3, retriever=None,
+                              attacks="clean,ignore", framings="plain,quoted", stages=[2], rank=1, threads=1,
+                              runs=tmp_path, allow_mixed_code=False)
+    poison.run(args)
+    cell = tmp_path / "asqa-mini-all" / "vanilla-rag" / "plain" / "ignore"
+    rows = [json.loads(line) for line in (cell / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 3 and all(r["code"] and r["scores"]["attack-success"] == 1.0 for r in rows)
+    params = json.loads((cell / "params.json").read_text())
+    assert params["generation"] == {"passage_framing": "plain"} and params["retriever"].endswith("+poison:ignore@1")
+    calls = len(engine.calls)
+    assert calls == 4 * 3 * 2  # 4 cells x 3 questions x 2 LM calls
+    poison.run(args)  # resumed: every cell is complete, nothing is asked again
+    assert len(engine.calls) == calls
+    assert "| vanilla-rag | ignore | 3 | 3 / 3 | 1.000 [1.000, 1.000] | 1.000 [1.000, 1.000] |" in poison.table(
+        tmp_path, asqa_file, "all", ["vanilla-rag"])
