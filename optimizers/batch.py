@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from disambig.errors import ConfigurationError, MissingDependencyError
-from disambig.optimizers.batch_io import object_column, read_questions, read_table, write_table
+from disambig.optimizers.batch_io import object_column, read_questions, read_table, table_format, write_table
 from disambig.optimizers.batch_journal import AnswerJournal
 from disambig.settings import Settings
 
@@ -94,6 +94,7 @@ def run_batch(
     from disambig.settings import load_settings
 
     check_engine(engine, partitions)
+    table_format(output_path)  # an output that could not be written is refused before any row is asked
     settings = settings or load_settings()
     inputs = keep_answer_names_free(read_questions(input_path))
     journal = AnswerJournal(output_path)

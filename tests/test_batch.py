@@ -120,6 +120,13 @@ def test_bad_inputs_are_refused_with_the_fix(tmp_path, state, rows, name, kwargs
         run_batch(state, path, tmp_path / "out.jsonl", **kwargs)
 
 
+def test_an_output_of_no_known_format_is_refused_before_any_row_is_asked(tmp_path, scripted, state):
+    source = write_questions(tmp_path / "in.jsonl", questions(2))
+    with pytest.raises(ConfigurationError, match="suffix '.txt'"):
+        run_batch(state, source, tmp_path / "out.txt")
+    assert calls(scripted) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["art", "in.jsonl"]
+
+
 def test_a_model_that_is_no_model_is_refused(tmp_path):
     source = write_questions(tmp_path / "in.jsonl", questions(1))
     with pytest.raises(ConfigurationError, match="compiled state JSON"):
