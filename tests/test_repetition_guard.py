@@ -123,17 +123,22 @@ def test_cuts_are_counted_from_threads_and_roll_up():
 
 @pytest.mark.slow
 def test_the_real_models_guarded_answer_is_the_post_hoc_cut_of_its_unguarded_one(local_lm, monkeypatch):
-    # SmolLM2 loops here ("london, alabama, alabama, ..."); greedy decoding makes the guarded answer that prefix, cut
+    # SmolLM2 loops here ("london, alabama, alabama, ..."); greedy decoding makes the guarded answer that prefix, cut.
+    # Both compared calls start from the same prompt cache (a first call warms it): a fresh prefill and one that
+    # reuses a cached prefix can differ in their last float bits on some CPU backends (seen on zen4), and so can
+    # the greedy tokens that follow.
     monkeypatch.undo()  # the real model's own counters
     engine = local_lm.engine
     question = "List every school, a minnehaha academy, a minnehaha academy, a minnehaha academy, and so on."
     with dspy.context(lm=local_lm, adapter=CompactJSONAdapter()):
         try:
             engine.repetition_guard = "off"
+            dspy.Predict(Write)(question=question)
             stored = dspy.Predict(Write)(question=question).long_answer
         finally:
             engine.repetition_guard = "6x3"
         with measured() as trace:
             cut = dspy.Predict(Write)(question=question).long_answer
+    assert cut != stored  # it looped, and the guard stopped it
     assert cut == guarded(stored)
-    assert trace.cut_by_repetition == int(cut != stored)
+    assert trace.cut_by_repetition == 1
