@@ -31,22 +31,40 @@ def run_row(run: Path, ngram: int, repeats: int) -> dict:
     metrics = build_metrics([], kind, None, None)
     cut_rows = [{**r, "long_answer": guarded(r.get("long_answer") or "", ngram, repeats)} for r in rows]
     loops = sum(loop_cut(r.get("long_answer") or "", ngram, repeats) is not None for r in rows)
-    before, after = (score_predictions(rs, examples, metrics).metrics for rs in (rows, cut_rows))
+    scored = [score_predictions(rs, examples, metrics) for rs in (rows, cut_rows)]
+    before, after = (result.metrics for result in scored)
     words = [len((r.get("long_answer") or "").split()) for r in rows]
     cut_words = [len(r["long_answer"].split()) for r in cut_rows]
     return {"run": run.name, "dataset": kind, "n": len(rows), "looping": loops, "words": sum(words) / len(rows),
-            "words_guarded": sum(cut_words) / len(rows), "before": before, "after": after}
+            "words_guarded": sum(cut_words) / len(rows), "before": before, "after": after,
+            "delta": difference(*(result.per_question for result in scored), PRIMARY[kind])}
+
+
+PRIMARY = {"asqa": "dr", "ambignq": "ambigqa-f1"}  # the metric of each row's paired interval
+
+
+def difference(before: list[dict], after: list[dict], metric: str) -> str:
+    """The paired-bootstrap cell of ``metric``'s change from the stored answers to their guarded cut."""
+    from disambig.evaluation.paired import format_difference, paired_difference, statistic_for
+
+    names, statistic = statistic_for(metric, before[0]["scores"])
+
+    def arrays(per_question: list[dict]) -> list[list[float]]:
+        return [[float(q["scores"].get(n, 0.0)) for q in per_question] for n in names]
+
+    return f"{metric} " + format_difference(paired_difference(arrays(after), arrays(before), statistic))
 
 
 def markdown(rows: list[dict], ngram: int, repeats: int) -> str:
     metric_names = {"asqa": ["rouge-l", "d-f1", "dr"], "ambignq": ["ambigqa-f1", "d-f1"]}
     lines = [f"Loop: a run of {ngram} words occurring {repeats} times in the long answer.", "",
-             "| run | n | looping | words/answer (guarded) | metrics before → guarded |", "|---|---|---|---|---|"]
+             "| run | n | looping | words/answer (guarded) | metrics before → guarded | Δ guarded − before [95% CI] |",
+             "|---|---|---|---|---|---|"]
     for r in rows:
         shown = ", ".join(f"{m} {r['before'][m]:.3f} → {r['after'][m]:.3f}" for m in metric_names[r["dataset"]]
                           if m in r["before"])
         lines.append(f"| {r['run']} | {r['n']} | {r['looping']} | {r['words']:.0f} ({r['words_guarded']:.0f}) | "
-                     f"{shown} |")
+                     f"{shown} | {r['delta']} |")
     return "\n".join(lines)
 
 
