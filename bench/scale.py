@@ -1,0 +1,207 @@
+"""Dense index at scale: build time, peak memory, size on disk, p50/p95 latency at k = 100 and recall@100 vs exact.
+
+Vectors: the real wiki-slice MiniLM embeddings (8,840 x 384, the dense index's ``vectors.npy``) and, above that,
+SYNTHETIC vectors drawn to match their distribution: a multivariate Gaussian with the real vectors' mean and
+covariance (sampled through the Cholesky factor of the covariance), each draw renormalised to unit length like
+MiniLM's. Queries are 200 further draws of the same distribution (on the wiki slice: 200 of its own vectors plus
+small Gaussian noise, renormalised). A Gaussian has the slice's anisotropy but none of its topical clusters, so an
+inverted file's recall on it is a pessimistic estimate for real text.
+
+Every index is built and searched with ONE thread (``faiss.omp_set_num_threads(1)``; the other core runs LM jobs)
+in a worker process of its own, so its peak resident memory (``VmHWM``) is the build's. The worker reads the
+vectors from ``.npy`` shards (memory-mapped), so the peak includes the shard pages it touched. Never run above 1M
+vectors here: ``--sizes`` refuses more.
+
+    python bench/scale.py --sizes 100000 1000000 --out bench/results/scale
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+MAX_VECTORS = 1_000_000
+SHARD = 100_000
+QUERIES = 200
+K = 100
+SEED = 0
+
+
+def real_vectors() -> np.ndarray:
+    """The wiki slice's dense-index vectors from the cache (build it with ``disambig index build``)."""
+    cache = Path(os.environ.get("DISAMBIG_CACHE_DIR", "~/.cache/disambig")).expanduser() / "indexes"
+    found = sorted(cache.glob("wiki-slice-dense-*/vectors.npy"))
+    if not found:
+        raise SystemExit(f"no wiki-slice dense index under {cache}; run `disambig index build --kind dense` first")
+    return np.load(found[0])
+
+
+def unit(x: np.ndarray) -> np.ndarray:
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def gaussian_like(real: np.ndarray, n: int, seed: int) -> np.ndarray:
+    """``n`` unit vectors from N(mean, cov) of ``real``."""
+    mean = real.mean(axis=0)
+    factor = np.linalg.cholesky(np.cov(real, rowvar=False) + 1e-6 * np.eye(real.shape[1]))
+    z = np.random.default_rng(seed).standard_normal((n, real.shape[1]), dtype=np.float32)
+    return unit(mean + z @ factor.T.astype(np.float32))
+
+
+def write_shards(folder: Path, real: np.ndarray, n: int) -> list[Path]:
+    """The ``n`` vectors as ``.npy`` shards of ``SHARD`` rows (the real slice itself when ``n`` is its size)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for number, start in enumerate(range(0, n, SHARD)):
+        path = folder / f"{number:05d}.npy"
+        if not path.exists():
+            rows = real if n == len(real) else gaussian_like(real, min(SHARD, n - start), SEED + 1 + number)
+            np.save(path, rows)
+        paths.append(path)
+    return paths
+
+
+def queries_for(real: np.ndarray, n: int) -> np.ndarray:
+    if n == len(real):
+        picked = real[np.random.default_rng(SEED).choice(len(real), QUERIES, replace=False)]
+        return unit(picked + 0.02 * np.random.default_rng(SEED + 1).standard_normal(picked.shape).astype(np.float32))
+    return gaussian_like(real, QUERIES, SEED)
+
+
+def exact_top(paths: list[Path], queries: np.ndarray, k: int = K) -> np.ndarray:
+    """Exact top-``k`` rows by inner product, merged shard by shard."""
+    best_s = np.full((len(queries), 0), -np.inf, dtype=np.float32)
+    best_i = np.zeros((len(queries), 0), dtype=np.int64)
+    start = 0
+    for path in paths:
+        shard = np.load(path, mmap_mode="r")
+        scores = queries @ np.asarray(shard).T
+        s = np.concatenate([best_s, scores], axis=1)
+        i = np.concatenate([best_i, np.broadcast_to(np.arange(start, start + len(shard)), scores.shape)], axis=1)
+        top = np.argsort(-s, axis=1)[:, :k]
+        best_s, best_i = np.take_along_axis(s, top, 1), np.take_along_axis(i, top, 1)
+        start += len(shard)
+    return best_i
+
+
+def worker(paths: list[str], factory: str, out: str, queries: str, truth: str, probes: list[int]) -> dict[str, Any]:
+    """Build ``factory`` over the shards, write it, reopen it memory-mapped and search: one JSON row."""
+    import faiss
+
+    from disambig.retrieval import faiss_index as fi
+
+    faiss.omp_set_num_threads(1)
+    shards = [np.load(p, mmap_mode="r") for p in paths]
+    start = time.perf_counter()
+    index = fi.fill_index(factory, shards)
+    build_s = time.perf_counter() - start
+    fi.write(index, Path(out))
+    default = fi.default_search(factory, index)
+    del index
+    peak_build = peak_mb()
+    rss_before = rss_mb()
+    index = fi.read(Path(out))
+    rss_open = rss_mb() - rss_before
+    q, exact = np.load(queries), np.load(truth)
+    rows = []
+    for nprobe in [default.nprobe, *probes] if default.nprobe else [None]:
+        fi.configure(index, fi.SearchParams(nprobe=nprobe), K)
+        times, found = [], []
+        for vector in q:
+            t = time.perf_counter()
+            _, ids = index.search(vector[None, :], K)
+            times.append(time.perf_counter() - t)
+            found.append(ids[0])
+        recall = float(np.mean([len(set(f) & set(e)) / K for f, e in zip(found, exact, strict=True)]))
+        rows.append({"nprobe": nprobe, "default": nprobe == default.nprobe, "p50_ms": 1000 * float(np.percentile(
+            times, 50)), "p95_ms": 1000 * float(np.percentile(times, 95)), "recall_at_100": recall})
+    return {"factory": factory, "vectors": int(sum(len(s) for s in shards)), "build_s": build_s,
+            "peak_build_rss_mb": peak_build, "rss_after_open_mb": rss_open,
+            "rss_after_search_mb": rss_mb() - rss_before, "disk_mb": Path(out).stat().st_size / 2**20, "search": rows}
+
+
+def peak_mb() -> float:
+    """This process's peak resident memory (``VmHWM``; ``ru_maxrss`` would carry the parent's peak across exec)."""
+    with open("/proc/self/status") as handle:
+        return next(int(line.split()[1]) for line in handle if line.startswith("VmHWM")) / 1024
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def run_one(folder: Path, paths: list[Path], factory: str, probes: list[int]) -> dict[str, Any]:
+    """``worker`` in a fresh one-thread process (its peak memory is its own)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
+    name = factory.replace(",", "_")
+    args = [sys.executable, __file__, "--worker", factory, "--folder", str(folder), "--index", str(folder / name),
+            "--probes", *map(str, probes), "--shards", *map(str, paths)]
+    done = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise SystemExit(f"worker {factory} failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def measure(n: int, real: np.ndarray, work: Path, factories: list[str], probes: list[int]) -> list[dict[str, Any]]:
+    from disambig.retrieval import faiss_index as fi
+
+    folder = work / str(n)
+    paths = write_shards(folder / "shards", real, n)
+    queries = queries_for(real, n)
+    np.save(folder / "queries.npy", queries)
+    np.save(folder / "truth.npy", exact_top(paths, queries))
+    compressed = f"IVF{fi.cells_for(n)},SQ8"  # the default above 100k, measured below it too
+    return [run_one(folder, paths, f, probes) for f in dict.fromkeys([fi.EXACT_FACTORY, compressed, *factories])]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
+    parser.add_argument("--factories", nargs="*", default=[], help="extra faiss factory strings, every size")
+    parser.add_argument("--probes", type=int, nargs="*", default=[], help="extra nprobe values to search with")
+    parser.add_argument("--work", default="/tmp/disambig-scale", help="shards and indexes (large)")
+    parser.add_argument("--out", default="bench/results/scale")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--folder", help=argparse.SUPPRESS)
+    parser.add_argument("--index", help=argparse.SUPPRESS)
+    parser.add_argument("--shards", nargs="*", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        folder = Path(args.folder)
+        row = worker(args.shards, args.worker, args.index, str(folder / "queries.npy"), str(folder / "truth.npy"),
+                     args.probes)
+        print(json.dumps(row))
+        return
+    if max(args.sizes) > MAX_VECTORS:
+        raise SystemExit(f"--sizes {max(args.sizes):,} is above {MAX_VECTORS:,}: this machine's other core runs LM "
+                         "jobs; extrapolate larger sizes from the measured ones (docs/benchmarks.md, Scale)")
+    import faiss
+
+    faiss.omp_set_num_threads(1)
+    real = real_vectors()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for n in args.sizes:
+        n = len(real) if n == 0 else n
+        rows = measure(n, real, Path(args.work), args.factories, args.probes)
+        (out / f"{n}.json").write_text(json.dumps(rows, indent=2), encoding="utf-8")
+        for row in rows:
+            for s in row["search"]:
+                print(f"{n:>9,} {row['factory']:<22} build {row['build_s']:8.1f} s  peak "
+                      f"{row['peak_build_rss_mb']:7.0f} MB  open {row['rss_after_open_mb']:6.0f} MB  disk "
+                      f"{row['disk_mb']:7.1f} MB  nprobe "
+                      f"{s['nprobe']!s:>5}  p50 {s['p50_ms']:6.2f} ms  p95 {s['p95_ms']:6.2f} ms  "
+                      f"recall@100 {s['recall_at_100']:.3f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
