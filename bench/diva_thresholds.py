@@ -10,8 +10,9 @@ passages) and ``closed-book``, so for any threshold DIVA's answer to a question 
 
 prints, per PartialUseful threshold, the grade counts, the share of questions answered from retrieval and the
 dataset's default metrics (ASQA: STR-EM, ROUGE-L, D-F1, corpus DR) over the questions all three runs answered.
-``--compare RUN ...`` adds rows for other runs scored on the same questions. ``--check RUN`` compares a real
-DIVA run with those thresholds (a calibrated artifact's) against the composed
+``--compare RUN ...`` adds rows for other runs scored on the same questions, and every row gets the 95%
+paired-bootstrap interval of its primary-metric difference to the first of them (e.g. VanillaRAG).
+``--check RUN`` compares a real DIVA run with those thresholds (a calibrated artifact's) against the composed
 answers: greedy decoding can still differ where the KV-cache reuse split a prefill differently.
 """
 
@@ -46,12 +47,33 @@ def compose(diva: dict[str, dict], rac: dict[str, dict], closed: dict[str, dict]
     return out, counts
 
 
-def score(predictions: list[dict], dataset: str) -> dict[str, float]:
+PRIMARY = {"asqa": "dr", "ambignq": "ambigqa-f1"}
+
+
+def score(predictions: list[dict], dataset: str) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """The corpus metrics of ``predictions`` and each question's scores by id."""
     from disambig.cli.score_cmd import build_metrics, load_questions
     from disambig.evaluation.scoring import score_predictions
 
     examples, kind = load_questions(dataset)
-    return score_predictions(predictions, examples, build_metrics([], kind, None, None)).metrics
+    result = score_predictions(predictions, examples, build_metrics([], kind, None, None))
+    return result.metrics, {q["id"]: q["scores"] for q in result.per_question}
+
+
+def difference(scores: dict[str, dict[str, float]], reference: dict[str, dict[str, float]], metric: str) -> str:
+    """The paired-bootstrap cell of ``metric``'s difference to ``reference`` on the questions both hold."""
+    from disambig.evaluation.paired import format_difference, paired_difference, paired_scores, statistic_for
+
+    names, statistic = statistic_for(metric, next(iter(reference.values())))
+    ours, theirs = paired_scores(scores, reference, names)
+    return format_difference(paired_difference(ours, theirs, statistic))
+
+
+def kind_of(dataset: str) -> str:
+    """The dataset's kind (asqa or ambignq) as the scorer reads it."""
+    from disambig.cli.score_cmd import load_questions
+
+    return load_questions(dataset)[1]
 
 
 def main() -> None:
@@ -69,28 +91,39 @@ def main() -> None:
         parser.error("--check needs the --partial threshold that run was made with")
     dataset = json.loads((args.diva / "params.json").read_text(encoding="utf-8"))["dataset"]
     diva, rac, closed = rows(args.diva), rows(args.rac), rows(args.closed)
+    from disambig.cli.score_cmd import flatten_result
+
+    ids = {qid for qid in diva if qid in rac and qid in closed}
+    compared = {run.name: score([flatten_result(r) for qid, r in rows(run).items() if qid in ids], dataset)
+                for run in args.compare}
+    reference = next(iter(compared), None)
+    primary = PRIMARY[kind_of(dataset)]
     lines, names = [], None
+
+    def cell(per_question: dict[str, dict[str, float]], label: str) -> str:
+        if reference is None:
+            return ""
+        if label == reference:
+            return " reference |"
+        return f" {difference(per_question, compared[reference][1], primary)} |"
+
     for partial in GRID:
         # Useful also takes the RAC path: keep it at or above the row's threshold, so a row is "RAC iff some
         # P(Yes) reaches it"
         predictions, counts = compose(diva, rac, closed, max(args.useful, partial), partial)
-        metrics = score(predictions, dataset)
+        metrics, per_question = score(predictions, dataset)
         names = names or list(metrics)
         answered = (counts["Useful"] + counts["PartialUseful"]) / max(1, len(predictions))
         lines.append(f"| {partial:.2f} | {len(predictions)} | {counts['Useful']}/{counts['PartialUseful']}/"
-                     f"{counts['Useless']} | {answered:.0%} | " + " | ".join(f"{metrics[n]:.3f}" for n in names) + " |")
-    print("| PartialUseful threshold | n | grades U/P/L | from retrieval | " + " | ".join(names or []) + " |")
-    print("|" + "---|" * (4 + len(names or [])))
+                     f"{counts['Useless']} | {answered:.0%} | " + " | ".join(f"{metrics[n]:.3f}" for n in names) +
+                     " |" + cell(per_question, ""))
+    extra = f" Δ {primary} vs {reference} [95% CI] |" if reference else ""
+    print("| PartialUseful threshold | n | grades U/P/L | from retrieval | " + " | ".join(names or []) + " |" + extra)
+    print("|" + "---|" * (4 + len(names or []) + bool(reference)))
     print("\n".join(lines))
-    if args.compare:
-        from disambig.cli.score_cmd import flatten_result
-
-        ids = {qid for qid in diva if qid in rac and qid in closed}
-        for run in args.compare:
-            other = [flatten_result(r) for qid, r in rows(run).items() if qid in ids]
-            metrics = score(other, dataset)
-            cells = " | ".join(f"{metrics[n]:.3f}" for n in names or [])
-            print(f"| {run.name} | {len(other)} | – | – | {cells} |")
+    for label, (metrics, per_question) in compared.items():
+        cells = " | ".join(f"{metrics[n]:.3f}" for n in names or [])
+        print(f"| {label} | {len(per_question)} | – | – | {cells} |" + cell(per_question, label))
     if args.check:
         actual = rows(args.check)
         predictions, _ = compose(diva, rac, closed, args.useful, args.partial)
