@@ -93,8 +93,10 @@ def test_dfa_aggregation_table_compares_modes_on_questions_judged_in_both(bench)
     rows = [row("q1", "greedy", 1, 0, 4), row("q1", "per-cluster", 3, 6, 5), row("q2", "greedy", 2, 1, 2)]
     text = table.section(rows, "--run r")
     assert "1 questions, each judged in both modes" in text  # q2 has no per-cluster row yet
-    assert "| greedy | 10.0 | 1.00 | 1.00 | 0.00 | 0.0 | 100 | 0.000 | 0.000 | 0.000 | 1 | 5 / 41 |" in text
-    assert "| per-cluster | 10.0 | 3.00 | 3.00 | 0.00 | 6.0 | 100 | 0.250 | 0.250 | 1.000 | 0 | 51 / 247 |" in text
+    assert "| greedy | 10.0 | 1.00 | 1.00 | 0.00 | 0.0 | 100 | 0.000 | 0.000 | 0.000 | 1 | reference | 5 / 41 |" in text
+    # one question, NACE 0.25 above greedy's: a zero-wide interval, and higher NACE is worse
+    assert ("| per-cluster | 10.0 | 3.00 | 3.00 | 0.00 | 6.0 | 100 | 0.250 | 0.250 | 1.000 | 0 | "
+            "+0.250 [+0.250, +0.250] worse | 51 / 247 |") in text
 
 
 def test_amd_table_names_a_compiled_expansion_after_its_retriever(tmp_path, bench):
