@@ -109,7 +109,8 @@ def _is_single(value: Any) -> bool:
 
 
 def _is_empty(value: Any) -> bool:
-    """A missing cell: None, NaN, pandas' NA or an empty string (``value`` is a single value)."""
+    """A missing cell: None, NaN, pandas' NA or a string of only whitespace (``value`` is a single value), as
+    ``disambig batch`` reads a question table."""
     import pandas as pd
 
-    return value == "" or bool(pd.isna(value))
+    return (isinstance(value, str) and not value.strip()) or bool(pd.isna(value))

@@ -50,6 +50,12 @@ def test_text_questions_and_empty_cells_are_still_answered_row_by_row(served):
     assert answered["error"] == "" and empty["error"] == "ValueError: the row has no question"
 
 
+@pytest.mark.parametrize("blank", ["", " ", "\r", "\n\t "])
+def test_a_question_of_only_whitespace_is_that_rows_error_not_a_call(served, blank):
+    (row,) = served.predict(None, [{"question": blank}])
+    assert row["error"] == "ValueError: the row has no question" and served.lm.history == []
+
+
 def echo_app(seen: list):
     """A tiny ASGI app that answers 200 with the size of the body it read."""
 
