@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from disambig.optimizers.serving_admission import DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_QUEUE, AdmissionLimit
+from disambig.optimizers.serving_errors import HideStackTraces
 
 MODEL_PATH_ENV = "DISAMBIG_SERVE_MODEL_PATH"
 MAX_BYTES_ENV = "DISAMBIG_MAX_REQUEST_BYTES"
@@ -73,13 +74,15 @@ class BodyLimit:
 
 
 def create_app() -> AdmissionLimit:
-    """MLflow's scoring app for the model folder in ``DISAMBIG_SERVE_MODEL_PATH``, behind ``BodyLimit`` with the
+    """MLflow's scoring app for the model folder in ``DISAMBIG_SERVE_MODEL_PATH`` (its error replies without stack
+    traces, ``serving_errors``), behind ``BodyLimit`` with the
     limit in ``DISAMBIG_MAX_REQUEST_BYTES``, behind ``AdmissionLimit`` with the limits in
     ``DISAMBIG_SERVE_MAX_CONCURRENT`` and ``DISAMBIG_SERVE_MAX_QUEUE`` (a refused request's body is never read)."""
     from mlflow.pyfunc import scoring_server
 
     model = scoring_server.load_model_with_mlflow_config(os.environ[MODEL_PATH_ENV])
-    limited = BodyLimit(scoring_server.init(model), int(os.environ.get(MAX_BYTES_ENV, DEFAULT_MAX_BYTES)))
+    limited = BodyLimit(HideStackTraces(scoring_server.init(model)),
+                        int(os.environ.get(MAX_BYTES_ENV, DEFAULT_MAX_BYTES)))
     return AdmissionLimit(limited, int(os.environ.get(MAX_CONCURRENT_ENV, DEFAULT_MAX_CONCURRENT)),
                           int(os.environ.get(MAX_QUEUE_ENV, DEFAULT_MAX_QUEUE)))
 
