@@ -41,13 +41,19 @@ def test_exact_up_to_the_limit_and_a_scalar_quantised_inverted_file_above():
     assert fi.default_factory(1_000_000) == "IVF4096,SQ8"
 
 
+@pytest.mark.parametrize(("nlist", "nprobe"), [(16, 16), (128, 64), (226, 64), (4096, 64), (8192, 128),
+                                               (16384, 256)])
+def test_default_nprobe_is_64_cells_or_one_in_64(nlist, nprobe):
+    assert fi.default_nprobe(nlist) == nprobe  # min(nlist, max(64, nlist // 64))
+
+
 def test_forced_ivf_pq_searches_round_trips_and_its_recall_is_measured(tmp_path):
     vectors, queries = clustered(3000), clustered(50, seed=1)
     shards = [vectors[:1000], vectors[1000:2200], vectors[2200:]]  # filled shard by shard
     index = fi.fill_index("IVF16,PQ8", shards)
     assert type(index).__name__ == "IndexIVFPQ" and index.ntotal == 3000
     fi.configure(index, fi.default_search("IVF16,PQ8", index))
-    assert fi.faiss_ivf(index).nprobe == 2  # 16 cells / 8
+    assert fi.faiss_ivf(index).nprobe == 16  # fewer cells than the floor of 64: all of them
 
     fi.configure(index, fi.SearchParams(nprobe=4))
     _, found = index.search(queries, 10)

@@ -39,7 +39,7 @@ def build(
              "Flat up to 100k passages, IVF(4*sqrt(n)),SQ8 above. An index of another factory is rebuilt."),
     nprobe: int | None = typer.Option(None, "--nprobe", min=1,
                                       help="IVF cells searched per query, stored with the dense index "
-                                           "(default nlist/8; changing it needs no rebuild)."),
+                                           "(default max(64, nlist/64); changing it needs no rebuild)."),
     ef_search: int | None = typer.Option(None, "--ef-search", min=1,
                                          help="HNSW efSearch, stored with the dense index (default 128)."),
     shard_size: int = typer.Option(10_240, "--shard-size", min=1,
