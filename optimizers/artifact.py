@@ -13,6 +13,8 @@ from disambig.optimizers.fingerprint import fingerprint, structure
 
 MANIFEST = "manifest.json"
 UNSAFE_LM_KEYS = ("api_base", "base_url", "model_list", "class")
+ENTRY_TYPES: dict[str, type] = {"program": str, "optimizer": str, "retriever": str, "knobs": dict, "fingerprint": str}
+"""The manifest fields a load reads, and the type ``compile`` writes each as."""
 
 
 def save_artifact(program: Any, path: Path, manifest: dict[str, Any]) -> Path:
@@ -75,7 +77,20 @@ def read_manifest(state_path: Path) -> dict[str, Any]:
                                  "version control or recompile the artifact")
     if state_path.stem not in entries:
         raise ConfigurationError(f"{str(manifest_path)!r} has no entry for {state_path.name!r}")
-    return entries[state_path.stem]
+    return checked_entry(entries[state_path.stem], manifest_path, state_path.stem)
+
+
+def checked_entry(entry: Any, manifest_path: Path, name: str) -> dict[str, Any]:
+    """A manifest entry whose fields a load reads have the types compile writes (``ENTRY_TYPES``)."""
+    fix = "restore it from version control or recompile the artifact"
+    if not isinstance(entry, dict):
+        raise ConfigurationError(f"{str(manifest_path)!r} entry {name!r} is {type(entry).__name__}, not a JSON "
+                                 f"object; {fix}")
+    wrong = [f"{key} is {type(entry[key]).__name__}, not {kind.__name__}" for key, kind in ENTRY_TYPES.items()
+             if key in entry and not isinstance(entry[key], kind)]
+    if wrong:
+        raise ConfigurationError(f"{str(manifest_path)!r} entry {name!r}: {'; '.join(wrong)}; {fix}")
+    return entry
 
 
 def load_state_into(program: Any, state_path: Path, manifest: dict[str, Any]) -> Any:
@@ -93,7 +108,12 @@ def load_state_into(program: Any, state_path: Path, manifest: dict[str, Any]) ->
         raise ConfigurationError(f"compiled state {str(state_path)!r} is not a JSON object of predictors; restore it "
                                  f"from version control or recompile it with {recompile}")
     refuse_untrusted_lm_state(state, state_path)
-    program.load(str(state_path))
+    try:
+        program.load(str(state_path))
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:  # a state of another shape
+        raise ConfigurationError(f"compiled state {str(state_path)!r} does not fit program {manifest.get('program')!r} "
+                                 f"({type(exc).__name__}: {exc}); restore it from version control or recompile it "
+                                 f"with {recompile}") from None
     return program
 
 

@@ -114,3 +114,22 @@ def test_a_corrupted_manifest_names_the_file(broken_artifact):
     manifest.write_text(json.dumps([1, 2]), encoding="utf-8")
     result = runner.invoke(app, ["ask", "q?", "--artifact", str(broken_artifact)])
     assert "is not a JSON object" in result.output
+
+
+@pytest.mark.parametrize(("entry", "said"), [
+    (None, "entry 'broken' is NoneType, not a JSON object"),
+    ({"program": "closed-book", "knobs": [1]}, "entry 'broken': knobs is list, not dict"),
+    ({"program": 7}, "entry 'broken': program is int, not str"),
+])
+def test_a_manifest_entry_of_the_wrong_shape_is_one_line(broken_artifact, entry, said):
+    (broken_artifact.parent / "manifest.json").write_text(json.dumps({"broken": entry}), encoding="utf-8")
+    result = runner.invoke(app, ["ask", "q?", "--artifact", str(broken_artifact)])
+    assert result.exit_code == 2 and said in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_a_state_that_does_not_fit_its_program_is_one_line(broken_artifact):
+    broken_artifact.write_text(json.dumps({"answer": {"demos": []}, "metadata": {"dependency_versions": None}}),
+                               encoding="utf-8")
+    result = runner.invoke(app, ["ask", "q?", "--artifact", str(broken_artifact)])
+    assert result.exit_code == 2 and "does not fit program 'closed-book' (AttributeError" in result.output
+    assert "Traceback" not in result.output
