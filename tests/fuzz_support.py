@@ -12,9 +12,11 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, settings
 
-FUZZ = settings(max_examples=40, deadline=None, derandomize=True, database=None,
+DEEPER = int(os.environ.get("DISAMBIG_FUZZ_EXAMPLES", "0"))
+FUZZ = settings(max_examples=DEEPER or 40, deadline=None, derandomize=not DEEPER, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-"""Bounded and repeatable: the same 40 cases each run (``derandomize``), no example database written to the checkout."""
+"""Bounded and repeatable: the same 40 cases each run (``derandomize``), no example database written to the checkout.
+``DISAMBIG_FUZZ_EXAMPLES=500`` searches deeper, with fresh random cases each time."""
 
 TEXT = {"blacklist_categories": ("Cs",)}  # any character a command line or a JSON string can carry
 
