@@ -39,6 +39,12 @@ class Settings:
         api_base: the OpenAI-compatible endpoint (``http://HOST:PORT/v1``) that LiteLLM-style LM specs
             (``openai/MODEL``) are sent to; empty means the provider's own. Its key is read from the environment
             (``disambig.lm.endpoint``), never held here.
+        parallel_calls: independent LM calls inside a program (VerDICt's feedback calls, DIVA's verifications...) run
+            at once; 0 decides from the LM: 1 for the in-process engine (always 1 there: it answers one call at a
+            time), 8 for a remote LM (``disambig.lm.parallel``).
+        lm_timeout: seconds a remote LM request may take before it fails (and is retried).
+        lm_retries: times a remote LM request that timed out, was refused (connection, HTTP 429) or failed on the
+            server (HTTP 5xx) is sent again, after 1, 2, 4... s (or the server's ``Retry-After``).
     """
 
     lm: str = "local"
@@ -53,6 +59,9 @@ class Settings:
     repetition_guard: str = "6x3"
     repeat_penalty: float = 1.0
     api_base: str = ""
+    parallel_calls: int = 0
+    lm_timeout: float = 600.0
+    lm_retries: int = 3
 
     def with_overrides(self, **overrides: object) -> Settings:
         """Return a copy with every override that is not None applied."""
@@ -79,6 +88,11 @@ def load_settings(**overrides: object) -> Settings:
     from disambig.lm.repetition import LoopRule
 
     LoopRule.parse(settings.repetition_guard)  # a malformed guard fails here, in one line, not at the first LM call
+    if settings.parallel_calls < 0:
+        raise ValueError(f"parallel_calls={settings.parallel_calls} must be at least 1, or 0 to decide from the LM")
+    if settings.lm_timeout <= 0 or settings.lm_retries < 0:
+        raise ValueError(f"lm_timeout={settings.lm_timeout} must be positive and lm_retries={settings.lm_retries} at "
+                         "least 0")
     if settings.repeat_penalty <= 0:
         raise ValueError(f"repeat_penalty={settings.repeat_penalty} must be positive; 1.0 turns it off")
     return settings

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from disambig.data.atomic import write_text
+from disambig.data.jsonl import appended_lines
 
 
 @dataclass
@@ -64,17 +65,23 @@ class ResultLog(Generic[Record]):
         if not self.path.exists():
             return []
         results, good_lines = [], []
-        text = self.path.read_text(encoding="utf-8")
-        lines = text.splitlines()
+        lines = appended_lines(self.path)
         for line in lines:
             try:
-                results.append(self.kind(**json.loads(line)))
+                results.append(self.kind(**json.loads(line)))  # None (not UTF-8): TypeError
             except (json.JSONDecodeError, TypeError):
                 continue
             good_lines.append(line)
-        if len(good_lines) != len(lines) or not text.endswith("\n"):  # the next append must start a line of its own
+        if len(good_lines) != len(lines) or not ends_a_line(self.path):  # the next append must start a line of its own
             write_text(self.path, "".join(f"{line}\n" for line in good_lines))  # a kill here keeps the old log
         return results
+
+    def drop(self, ids: set[str]) -> None:
+        """Rewrite the log (atomically) without the records of ``ids``."""
+        with self._lock:
+            kept = [line for line in self.path.read_text(encoding="utf-8").splitlines()
+                    if json.loads(line).get("id") not in ids]
+            write_text(self.path, "".join(f"{line}\n" for line in kept))
 
     def append(self, result: Record) -> None:
         from disambig.data.jsonl import append_line
@@ -82,3 +89,12 @@ class ResultLog(Generic[Record]):
         line = json.dumps(asdict(result), ensure_ascii=False)
         with self._lock:
             append_line(self.path, line)
+
+
+def ends_a_line(path: Path) -> bool:
+    """Whether ``path`` is empty or its last byte is a newline."""
+    with path.open("rb") as handle:
+        if handle.seek(0, 2) == 0:
+            return True
+        handle.seek(-1, 2)
+        return handle.read(1) == b"\n"

@@ -50,9 +50,12 @@ def build_report(results: list[QuestionResult], params: dict[str, Any]) -> dict[
 
 
 def efficiency(traces: list[dict[str, Any]], failures_without_trace: int = 0) -> dict[str, float]:
-    """Per-question means of LM calls, tokens and retrieval calls; latency p50/p95/p99 in seconds.
+    """Per-question means of LM calls, tokens and retrieval calls; latency p50/p95/p99 in seconds; dollars where
+    the LM's price is known.
 
-    Every trace counts in the means (an empty one as zeros); latency is over the traces that timed a run.
+    Every trace counts in the means (an empty one as zeros); latency is over the traces that timed a run. When any
+    call was priced (``disambig.lm.cost``): ``cost_usd`` (the run's total), ``cost_usd_per_q`` and
+    ``priced_call_share`` (the share of LM calls that had a price: below 1 the dollars are a lower bound).
     """
     import numpy as np
 
@@ -64,8 +67,20 @@ def efficiency(traces: list[dict[str, Any]], failures_without_trace: int = 0) ->
         if timed.size:
             out[f"latency_p{q}_s"] = float(np.percentile(timed, q))
     out["tokens_per_q"] = out["input_tokens_per_q"] + out["output_tokens_per_q"]
+    out |= dollars(traces)
     out["failures_without_trace"] = float(failures_without_trace)
     return out
+
+
+def dollars(traces: list[dict[str, Any]]) -> dict[str, float]:
+    """The priced part of ``efficiency``: {} when no call had a price."""
+    priced = [t for t in traces if t.get("cost_usd") is not None]
+    if not priced:
+        return {}
+    total = float(sum(t["cost_usd"] for t in priced))
+    calls = sum(t.get("lm_calls", 0) for t in traces)
+    return {"cost_usd": total, "cost_usd_per_q": total / len(traces),
+            "priced_call_share": sum(t.get("priced_calls", 0) for t in priced) / calls if calls else 0.0}
 
 
 def write_report(report: dict[str, Any], out_dir: Path) -> Path:

@@ -32,18 +32,25 @@ def run_questions(
 
     A question whose program or metric raises is recorded as a failure (its message kept, scored as an empty
     answer: 0 on quality metrics, the error of a count of 0 on ACE/NACE)
-    and the run goes on. Each worker runs in a copy of the caller's context, so ``dspy.context``
-    settings made by the caller apply inside the threads too. Every row is stamped with the code that
-    produced it; resuming a log written by other code is refused unless ``allow_mixed_code``.
+    and the run goes on. A re-run asks the questions not in ``log`` and those that failed (a server that was down,
+    a timeout): their failed rows are dropped from the log first, so it never holds two rows of one question. Each
+    worker runs in a copy of the caller's context, so ``dspy.context`` settings made by the caller apply inside the
+    threads too. Every row is stamped with the code that produced it; resuming a log written by other code is
+    refused unless ``allow_mixed_code``.
     """
     if threads < 1:
         raise ValueError(f"threads={threads} must be at least 1")
-    done = {r.id: r for r in log.load()}
+    stored = log.load()
     if not allow_mixed_code:
-        refuse_other_code(done.values(), log)
+        refuse_other_code(stored, log)
+    done = {r.id: r for r in stored if not r.failed}
+    failed = {r.id for r in stored if r.failed}
+    if failed:
+        log.drop(failed)
     todo = [ex for ex in examples if ex.id not in done]
-    if len(done):
-        logger.info("resuming: %d of %d questions already done", len(done), len(examples))
+    if stored:
+        logger.info("resuming: %d of %d questions already answered; %d that failed are asked again", len(done),
+                    len(examples), len(failed))
     with ThreadPoolExecutor(max_workers=threads) as pool:
         futures = [pool.submit(contextvars.copy_context().run, answer_one, program, ex, metrics) for ex in todo]
         for future in as_completed(futures):

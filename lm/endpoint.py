@@ -22,9 +22,8 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-import dspy
-
 from disambig.errors import ConfigurationError
+from disambig.lm.cost import PricedLM
 
 API_KEY_ENVS = ("DISAMBIG_API_KEY", "OPENAI_API_KEY")
 NO_KEY = "no-key"
@@ -114,8 +113,9 @@ def _reason(reason: Any) -> str:
     return text.lower() if text else type(reason).__name__
 
 
-class EndpointLM(dspy.LM):
-    """A ``dspy.LM`` at an explicit OpenAI-compatible ``api_base``: it takes a JSON schema as ``response_format``."""
+class EndpointLM(PricedLM):
+    """A ``dspy.LM`` at an explicit OpenAI-compatible ``api_base``: it takes a JSON schema as ``response_format``;
+    its calls' dollar cost reaches the trace where the model has a known price."""
 
     @property
     def supports_response_schema(self) -> bool:

@@ -14,7 +14,8 @@ logger = logging.getLogger(__name__)
 
 def build_lm(settings: Settings, spec: str | None = None, **kwargs: Any) -> Any:
     """The ``dspy.LM`` named by ``spec`` (default: the settings' LM), with the settings' threads, context,
-    decoding preset, repetition guard and penalty (embedded models only) and response cache (``settings.lm_cache``
+    decoding preset, repetition guard and penalty (embedded models only), request timeout and retries (remote
+    models only) and response cache (``settings.lm_cache``
     turns DSPy's cache on, in the project cache directory). An embedded model warns once when it decodes far below
     its expected speed (``disambig.lm.speed``).
 
@@ -26,20 +27,21 @@ def build_lm(settings: Settings, spec: str | None = None, **kwargs: Any) -> Any:
     from disambig.lm.speed import watch_decode_speed
 
     spec = spec or settings.lm
-    remote: dict[str, Any] = {}
+    local = parse_spec(spec).is_local
+    remote: dict[str, Any] = {} if local else {"timeout": settings.lm_timeout, "num_retries": settings.lm_retries}
     if settings.api_base:
-        if parse_spec(spec).is_local:
+        if local:
             logger.warning("the API base %s is not used: LM %r runs in-process", settings.api_base, spec)
         else:
             from disambig.lm.endpoint import remote_kwargs
 
-            remote = remote_kwargs(spec, settings.api_base)
+            remote |= remote_kwargs(spec, settings.api_base)
     if settings.lm_cache:
         use_response_cache(settings.cache_dir)
     lm = make_lm(spec, threads=settings.threads, ctx=settings.ctx, cache_dir=settings.cache_dir,
                  cache=settings.lm_cache, prompt_cache_mb=settings.prompt_cache_mb,
                  repetition_guard=settings.repetition_guard, repeat_penalty=settings.repeat_penalty,
-                 **remote, **{**decoding_kwargs(settings.decoding), **kwargs})
+                 **{**remote, **decoding_kwargs(settings.decoding), **kwargs})
     return watch_decode_speed(lm)  # an embedded model warns once when it decodes far below its expected speed
 
 

@@ -145,13 +145,16 @@ def make_lm(
             num_retries=0,
             **kwargs,
         )
+    from disambig.lm.cost import PricedLM, use_local_price_map
+
+    use_local_price_map()  # prices come from the bundled map: building or calling the LM fetches nothing
     extra = {k: v for k, v in {"api_base": api_base, "api_key": api_key}.items() if v}
     if api_base:  # an OpenAI-compatible server: JSON schemas honoured, replies capped as the embedded model's
         from disambig.lm.endpoint import EndpointLM
 
         return EndpointLM(parsed.model, temperature=temperature, max_tokens=max_tokens or LOCAL_MAX_TOKENS,
                           cache=cache, **extra, **kwargs)
-    return dspy.LM(parsed.model, temperature=temperature, max_tokens=max_tokens, cache=cache, **extra, **kwargs)
+    return PricedLM(parsed.model, temperature=temperature, max_tokens=max_tokens, cache=cache, **extra, **kwargs)
 
 
 def local_file(parsed: LMSpec, cache_dir: str | Path | None) -> tuple[Path, str | None]:

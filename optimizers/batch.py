@@ -32,7 +32,8 @@ ENGINES = ("local", "spark")
 MODEL_URI_SCHEMES = ("models:/", "runs:/")
 ANSWER_COLUMNS = ("long_answer", "interpretations", "passage_ids", "passages", "trace", "extra", "error")
 TRACE_FIELDS = ("lm_calls", "input_tokens", "output_tokens", "reused_prompt_tokens", "retrieval_calls", "seconds")
-# Rows asked at once: one locally (each is kept as soon as it is answered), one Spark job per chunk.
+# Rows asked at once: locally one on the in-process model (each is kept as soon as it is answered) and ``--threads``
+# on a remote LM (answered at once, kept together), one Spark job per chunk.
 CHUNK_ROWS = {"local": 1, "spark": 2000}
 # The output table is rewritten once this many rows or seconds have passed since its last write (and at the end);
 # rows answered in between are kept in the batch's journal (``disambig.optimizers.batch_journal``).
@@ -104,8 +105,9 @@ def run_batch(
     if len(todo):
         with model_location(model) as location, answerer(engine, location, settings, master, partitions) as answer:
             unwritten, written_at = 0, time.monotonic()
-            for start in range(0, len(todo), CHUNK_ROWS[engine]):
-                chunk = todo.iloc[start : start + CHUNK_ROWS[engine]]
+            rows = rows_at_once(engine, settings)
+            for start in range(0, len(todo), rows):
+                chunk = todo.iloc[start : start + rows]
                 began = time.perf_counter()
                 answers = answer(list(chunk["question"]))
                 seconds += time.perf_counter() - began
@@ -123,6 +125,20 @@ def run_batch(
                 if on_progress is not None:
                     on_progress(done, len(todo))
     return BatchResult(output_path, done, failed, skipped, seconds)
+
+
+def rows_at_once(engine: Engine, settings: Settings) -> int:
+    """Rows handed to the model at once: a Spark job's worth, or locally ``settings.threads`` for a remote LM (the
+    pyfunc answers them on that many threads) and 1 for the in-process model, which answers one call at a time."""
+    from disambig.lm import parse_spec
+
+    if engine == "spark":
+        return CHUNK_ROWS["spark"]
+    try:
+        local = parse_spec(settings.lm).is_local
+    except ConfigurationError:  # a spec only a custom LM factory knows: its LM is not the in-process engine
+        local = False
+    return CHUNK_ROWS["local"] if local else settings.threads
 
 
 def fold_journal(previous: Any, journal: AnswerJournal, output_path: Path) -> Any:
@@ -370,7 +386,7 @@ def answer_examples(
     if extra_inputs:
         raise ConfigurationError(f"the batch path passes only the question to the model, but these examples also "
                                  f"take {extra_inputs}; evaluate them with --engine local")
-    done = {r.id for r in ResultLog(results_path).load()}
+    done = {r.id for r in ResultLog(results_path).load() if not r.failed}
     questions = list(dict.fromkeys(ex.question for ex in examples if ex.id not in done))
     if not questions:
         return StoredAnswers({})

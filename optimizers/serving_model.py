@@ -39,9 +39,13 @@ class CompiledProgram(PythonModel):
 
     A count program (``dfa``, its baselines) counts over chunks, so its rows also carry ``corpus`` (a chunk file on
     the server, e.g. a built SpiderQA folder's ``corpus.jsonl``) and ``scope`` (a database id in it): DataFrame
-    columns, lists of dicts, or a dict of columns (``disambig.optimizers.serving_input``)."""
+    columns, lists of dicts, or a dict of columns (``disambig.optimizers.serving_input``).
+
+    On a remote LM the records of one call are answered on up to ``DISAMBIG_THREADS`` threads at once (results in
+    record order); the in-process model answers them one after another."""
 
     def load_context(self, context: Any) -> None:
+        from disambig.lm.parallel import question_workers
         from disambig.lm.runtime import default_adapter
         from disambig.optimizers.serving_cache import shared_lm, shared_program
         from disambig.settings import load_settings
@@ -50,9 +54,12 @@ class CompiledProgram(PythonModel):
         self.program = shared_program(Path(context.artifacts["state"]), settings)
         self.lm = shared_lm(settings)
         self.adapter = default_adapter()
+        self.workers = question_workers(self.lm, settings.threads)
 
     def predict(self, context, model_input, params=None):  # noqa: ANN001, ANN201 - MLflow infers schemas from hints
         import dspy
+
+        from disambig.lm.parallel import ordered_map
 
         try:
             records = request_records(model_input)
@@ -60,7 +67,7 @@ class CompiledProgram(PythonModel):
         except ValueError as exc:
             raise BadRequest(str(exc)) from None
         with dspy.context(lm=self.lm, adapter=self.adapter):
-            return [_answer(self.program, record) for record in records]
+            return ordered_map(lambda record: _answer(self.program, record), records, getattr(self, "workers", 1))
 
 
 def _answer(program: Any, record: dict[str, Any]) -> dict[str, Any]:

@@ -1,14 +1,15 @@
 """AMD: agent-mediated dialogic query expansion (Socratic questions, dialogic answers, reflective feedback).
 
 Seed: AMD (003, a one-page poster), sections 2-3. The expansion feeds sparse, dense and RRF retrieval
-(``disambig.programs.expanded_retrieval``).
+(``disambig.programs.expanded_retrieval``). The three answers are independent of each other, and so are the three
+reflections: each set runs at once on a remote LM (``--parallel-calls``, ``disambig.lm.parallel``).
 """
 
 from __future__ import annotations
 
 import dspy
 
-from disambig.programs.expansion import POSTER_TEMPERATURE, attempt, decoding, expansion, joined, kept
+from disambig.programs.expansion import POSTER_TEMPERATURE, attempt, decoding, each, expansion, joined, kept
 from disambig.signatures.amd import DialogicAnswer, ReflectiveFeedback, SocraticQuestions
 
 SUB_QUESTION_KINDS = ("clarification", "assumption_probing", "implication_probing")
@@ -47,8 +48,11 @@ class AMD(dspy.Module):
         asked = attempt(self.socratic, failures, "socratic", query=query)              # interrogate
         questions = {kind: (getattr(asked, kind) or "").strip() if asked else "" for kind in SUB_QUESTION_KINDS}
         questions = {kind: q for kind, q in questions.items() if q}
-        answers = {kind: self.answer(query, q, failures) for kind, q in questions.items()}   # answer
-        refined = {kind: self.refine(query, questions[kind], a, failures) for kind, a in answers.items()}  # refine
+        kinds = list(questions)
+        answers = dict(zip(kinds, each(lambda kind, noted: self.answer(query, questions[kind], noted), kinds,
+                                       failures), strict=True))                                       # answer
+        refined = dict(zip(kinds, each(lambda kind, noted: self.refine(query, questions[kind], answers[kind], noted),
+                                       kinds, failures), strict=True))                                # refine
         return expansion(
             sub_questions=list(questions.values()),
             texts=list(refined.values()),

@@ -15,7 +15,7 @@ from typing import Any
 import dspy
 
 from disambig.lm.usage import measured
-from disambig.programs.dfa import Costs, call, scope_chunks
+from disambig.programs.dfa import Costs, at_once, call, scope_chunks
 from disambig.programs.dfa_dedup import Found, deduplicate
 from disambig.programs.dfa_filter import chunk_text
 from disambig.programs.knobs import Knob
@@ -101,7 +101,8 @@ class NaiveRAGCount(dspy.Module):
 
 
 class MapCount(dspy.Module):
-    """Eq. 2 by brute force: judge every chunk of the scope on its own, union the entities, count them."""
+    """Eq. 2 by brute force: judge every chunk of the scope on its own, union the entities, count them. The chunk
+    calls are independent: they run at once on a remote LM (``--parallel-calls``, ``disambig.lm.parallel``)."""
 
     def __init__(self, retriever: Any = None, corpus: Any = None, scope: str | None = None) -> None:
         super().__init__()
@@ -113,9 +114,12 @@ class MapCount(dspy.Module):
         with measured() as trace:
             costs = Costs()
             found = []
-            for number, chunk in enumerate(chunks):
-                judged = call(costs, "judge", self.judge, question=question, entity_type="item",
-                              conditions=[question], connective="AND", chunks=f"[1] {chunk_text(chunk)}")
+
+            def judge(chunk: dict, spent: Costs) -> Any:
+                return call(spent, "judge", self.judge, question=question, entity_type="item",
+                            conditions=[question], connective="AND", chunks=f"[1] {chunk_text(chunk)}")
+
+            for number, (chunk, judged) in enumerate(zip(chunks, at_once(costs, judge, chunks), strict=True)):
                 found.extend(Found(e.name.strip(), (chunk["id"],), number)
                              for e in getattr(judged, "entities", None) or [] if e.name.strip())
             merged = deduplicate(found, same=None)

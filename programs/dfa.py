@@ -6,7 +6,8 @@
 2. F — from C(0), the question's whole chunk scope: plan a tool call (exact / fuzzy match), run it on a snapshot,
    evaluate what was kept *and* what was discarded, roll back when evidence was lost, until converged;
 3. A — cluster the final snapshot's chunks, batch them with Algorithm 1 (eq. 5–6), judge each batch, de-duplicate
-   entities across batches; the count is the number of entities.
+   entities across batches; the count is the number of entities. The batch judgements (and the same-entity calls)
+   are independent: they run at once on a remote LM (``--parallel-calls``, ``disambig.lm.parallel``).
 
 Numbers that the paper leaves open are constructor arguments (spec ``dfa.md`` §12). The prediction carries
 ``count``, ``entities`` (name, aliases, chunk ids) and ``retained_chunk_ids`` (the final snapshot, for chunk
@@ -17,13 +18,14 @@ the memory, the batches and the assumptions.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
+from disambig.lm.parallel import ordered_map
 from disambig.lm.usage import measured
 from disambig.programs.dfa_batching import chunk_features, cluster_chunks, estimate_tokens, greedy_batches
 from disambig.programs.dfa_dedup import Found, deduplicate
@@ -42,6 +44,8 @@ from disambig.signatures.dfa import (
 )
 
 STAGES = ("disambig", "filter_plan", "filter_eval", "judge", "dedup")
+Item = TypeVar("Item")
+Result = TypeVar("Result")
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,12 @@ class Costs:
     tokens: Counter = field(default_factory=Counter)
     failures: Counter = field(default_factory=Counter)
 
+    def add(self, other: Costs) -> None:
+        """Count ``other``'s calls, tokens and failures here too."""
+        self.calls.update(other.calls)
+        self.tokens.update(other.tokens)
+        self.failures.update(other.failures)
+
     def notes(self) -> dict[str, Any]:
         out: dict[str, Any] = {f"lc_{s}": self.calls[s] for s in STAGES}
         out["tokens_by_stage"] = {s: self.tokens[s] for s in STAGES}
@@ -84,6 +94,19 @@ def call(costs: Costs, stage: str, predictor: Callable[..., Any], **inputs: Any)
     costs.calls[stage] += spent.lm_calls
     costs.tokens[stage] += spent.input_tokens + spent.output_tokens
     return result
+
+
+def at_once(costs: Costs, work: Callable[[Item, Costs], Result], items: Iterable[Item]) -> list[Result]:
+    """``[work(item, costs) for item in items]``, the independent steps run at once on a remote LM
+    (``disambig.lm.parallel``); each counts its costs apart, added to ``costs`` in item order."""
+    def run(item: Item) -> tuple[Result, Costs]:
+        own = Costs()
+        return work(item, own), own
+
+    done = ordered_map(run, items)
+    for _, own in done:
+        costs.add(own)
+    return [result for result, _ in done]
 
 
 def scope_chunks(corpus: Any, scope: str | None) -> list[dict[str, Any]]:
@@ -265,11 +288,14 @@ class DFA(dspy.Module):
         batches = self.batches(candidates)
         by_id = {c["id"]: c for c in candidates}
         found: list[Found] = []
-        for number, batch in enumerate(batches):
+
+        def judge(batch: Any, spent: Costs) -> tuple[list[dict], Any]:
             members = [by_id[i] for i in batch.chunk_ids]
             lines = "\n".join(f"[{n}] {chunk_text(c)[: self.batch_tokens * 4]}" for n, c in enumerate(members, 1))
-            judged = call(costs, "judge", self.judge, question=form.question, entity_type=form.entity_type,
-                          conditions=list(form.conditions), connective=form.connective, chunks=lines)
+            return members, call(spent, "judge", self.judge, question=form.question, entity_type=form.entity_type,
+                                 conditions=list(form.conditions), connective=form.connective, chunks=lines)
+
+        for number, (members, judged) in enumerate(at_once(costs, judge, batches)):
             for entity in getattr(judged, "entities", None) or []:
                 ids = tuple(members[n - 1]["id"] for n in entity.chunks
                             if isinstance(n, int) and 1 <= n <= len(members))
@@ -306,15 +332,15 @@ class DFA(dspy.Module):
 
     def same(self, form: QueryForm, pairs: list[tuple[str, str]], costs: Costs) -> list[bool]:
         """The same-entity judge over borderline pairs, 20 pairs per call; a missing answer keeps a pair apart."""
-        verdicts: list[bool] = []
-        for start in range(0, len(pairs), 20):
-            part = pairs[start:start + 20]
+        def judge(part: list[tuple[str, str]], spent: Costs) -> list[bool]:
             lines = "\n".join(f'{n}: "{a}" | "{b}"' for n, (a, b) in enumerate(part, 1))
-            answer = call(costs, "dedup", self.same_entity, question=form.question, entity_type=form.entity_type,
+            answer = call(spent, "dedup", self.same_entity, question=form.question, entity_type=form.entity_type,
                           dedup_rule=form.dedup_rule, pairs=lines)
             got = list(getattr(answer, "same", None) or [])
-            verdicts.extend(bool(got[i]) if i < len(got) else False for i in range(len(part)))
-        return verdicts
+            return [bool(got[i]) if i < len(got) else False for i in range(len(part))]
+
+        parts = [pairs[start:start + 20] for start in range(0, len(pairs), 20)]
+        return [verdict for part in at_once(costs, judge, parts) for verdict in part]
 
 
 def to_form(result: Any, question: str, ambiguities: tuple[dict, ...]) -> QueryForm:

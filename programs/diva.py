@@ -6,7 +6,8 @@
    Candidates and similarity are VanillaRAG's reranker (``programs/rerank.py``), as in the paper;
 3. one verification call per pseudo-interpretation over the K passages (eq. 7), read as a probability of Yes
    (token log-probabilities where the LM reports them, else the label); thresholds on those probabilities give
-   Useful / PartialUseful / Useless;
+   Useful / PartialUseful / Useless. The calls are independent: they run at once on a remote LM
+   (``--parallel-calls``, ``disambig.lm.parallel``);
 4. RAC extract + consolidate from the passages, or a closed-book answer when they are Useless.
 
 Steps 1 and 3 run on the verifier LM when the run names one (``--verifier-lm``; the paper uses GPT-4 there).
@@ -21,6 +22,7 @@ from typing import Any
 
 import dspy
 
+from disambig.lm.parallel import ordered_map
 from disambig.lm.usage import measured
 from disambig.lm.verifier import using_verifier
 from disambig.lm.yes_probability import logprob_config, yes_probability
@@ -85,7 +87,7 @@ class DIVA(dspy.Module):
             trace.retrieval_calls += 1
             context = format_passages(passages)
             with using_verifier():
-                checks = [self.check(context, q) for q in readings.questions]
+                checks = ordered_map(lambda reading: self.check(context, reading), readings.questions)
             quality = grade([c.probability for c in checks], self.useful_threshold, self.partial_threshold)
             if quality == "Useless":
                 found, long_answer = [], self.closed_book(question=question).long_answer

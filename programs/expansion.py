@@ -12,13 +12,17 @@ the search falls back to the query itself rather than failing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
+from disambig.lm.parallel import ordered_map
 from disambig.signatures.expansion import EXPANSION_INSTRUCTIONS, ExpansionKeywords, PseudoDocument, ReasonedAnswer
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
 
 POSTER_TEMPERATURE = 0.5
 """AMD's poster samples Qwen2.5-7B-Instruct at temperature 0.5 (section 4); the baselines run at the same."""
@@ -58,6 +62,19 @@ def attempt(step: Callable[..., dspy.Prediction], failures: list[str], name: str
     except AdapterParseError:
         failures.append(name)
         return None
+
+
+def each(work: Callable[[Item, list[str]], Result], items: Iterable[Item], failures: list[str]) -> list[Result]:
+    """``[work(item, failures) for item in items]``, the independent steps run at once on a remote LM
+    (``disambig.lm.parallel``); each step notes its failures apart and they join ``failures`` in item order."""
+    def run(item: Item) -> tuple[Result, list[str]]:
+        own: list[str] = []
+        return work(item, own), own
+
+    done = ordered_map(run, items)
+    for _, own in done:
+        failures.extend(own)
+    return [result for result, _ in done]
 
 
 def one_text(step: Callable[..., dspy.Prediction], name: str, query: str,
@@ -131,9 +148,10 @@ class GenQR(dspy.Module):
 
     def forward(self, query: str) -> dspy.Prediction:
         failures: list[str] = []
-        lists = []
-        for i, step in enumerate(self.keywords):
-            reply = attempt(step, failures, f"keywords[{i}]", query=query)
-            lists.append(", ".join(kept(reply.keywords)) if reply else "")
-        texts = kept(lists)
+
+        def keywords(i: int, noted: list[str]) -> str:
+            reply = attempt(self.keywords[i], noted, f"keywords[{i}]", query=query)
+            return ", ".join(kept(reply.keywords)) if reply else ""
+
+        texts = kept(each(keywords, range(len(self.keywords)), failures))  # the phrasings are independent
         return expansion(texts=texts, fusion_queries=[joined(query, t) for t in texts], failures=failures)

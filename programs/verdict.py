@@ -4,8 +4,8 @@
    authors' release);
 2. ONE retrieval of the top-k passages for it, k = 20 (eq. 7);
 3. execution feedback: one LM call per passage, in retrieval order, that states the single reading the passage
-   answers and its answer, or abstains (eq. 8). The calls are independent: they run in parallel on a remote LM
-   and one after another on the in-process engine, which serialises calls anyway;
+   answers and its answer, or abstains (eq. 8). The calls are independent: they run at once on a remote LM (up
+   to ``--parallel-calls``, ``disambig.lm.parallel``) and one after another on the in-process engine;
 4. embed each surviving (reading; answer) with the retriever's encoder, cluster with HDBSCAN, drop the noise and
    keep each cluster's medoid, which cites its own passage (section 4.2, Algorithm 1 lines 10-14).
 
@@ -16,15 +16,14 @@ its cost is kept apart in ``trace.notes["long_answer_cost"]``.
 
 from __future__ import annotations
 
-import contextvars
 import re
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import dspy
 
+from disambig.lm.parallel import call_workers, ordered_map, serialised
 from disambig.lm.usage import Trace, measured
 from disambig.programs.consolidate import Consolidation, consolidate
 from disambig.programs.context import format_passage, format_passages
@@ -34,9 +33,9 @@ from disambig.programs.result import Interpretation, make_prediction
 from disambig.programs.seed_demos import MEN, QUESTION, predict
 from disambig.signatures import ConsolidateAnswer, Disambiguation, ExecutionFeedback, RelaxQuery
 
+__all__ = ["VerDICt", "Feedback", "serialised", "stated"]
+
 LongAnswer = Literal["consolidate", "list", "none"]
-REMOTE_THREADS = 8
-"""Feedback calls in flight at once on a remote LM (the authors' release uses 8 threads)."""
 
 # The paper prints no demos for either step; these are the project's, built on the seed World Cup example: one
 # passage that answers a reading and one that is on topic but answers none (rule 2 of the prompt).
@@ -80,7 +79,8 @@ class VerDICt(dspy.Module):
         cite: ``"medoid"`` cites the medoid's own passage (the paper's p-hat); ``"cluster"`` also cites its
             cluster's other passages (lenient under any-passage grounding; not for paper comparisons).
         long_answer: ``"consolidate"`` (one LM call over the medoids), ``"list"`` (no call) or ``"none"``.
-        parallel: feedback calls in flight at once; None = 1 on the in-process engine, else 8.
+        parallel: feedback calls in flight at once; None takes the run's ``--parallel-calls`` (by default 1 on the
+            in-process engine, which always runs them one at a time, and 8 on a remote LM).
     """
 
     KNOBS = {
@@ -142,12 +142,7 @@ class VerDICt(dspy.Module):
 
     def execute(self, question: str, passages: Sequence[Any]) -> list[Feedback]:
         """One feedback call per passage; results in retrieval order however the calls were scheduled."""
-        workers = min(self.workers(), len(passages))
-        if workers <= 1:
-            return [self.read(question, p) for p in passages]
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(contextvars.copy_context().run, self.read, question, p) for p in passages]
-            return [future.result() for future in futures]
+        return ordered_map(lambda passage: self.read(question, passage), passages, self.workers())
 
     def read(self, question: str, passage: Any) -> Feedback:
         """Execution feedback on one passage; an unparsable reply counts as an abstention."""
@@ -160,10 +155,8 @@ class VerDICt(dspy.Module):
         return Feedback(passage, stated(out.interpretation), stated(out.answer))
 
     def workers(self) -> int:
-        """``parallel`` if set; else 1 on the in-process engine (it runs one call at a time), else 8."""
-        if self.parallel is not None:
-            return self.parallel
-        return 1 if serialised(dspy.settings.lm) else REMOTE_THREADS
+        """Feedback calls at once: 1 on the in-process engine, else ``parallel`` if set, else the run's setting."""
+        return call_workers(self.parallel)
 
     def vectors(self, pairs: list[Feedback]) -> Any:
         """f(reading; answer) for every pair (the reading alone with ``embed="q"``), unit length."""
@@ -221,13 +214,6 @@ def stated(value: Any) -> str | None:
 def passage_text(passage: Any) -> str:
     """``Title | text``, framed as the project's other steps show a passage (``programs/context.py``)."""
     return format_passage(passage)
-
-
-def serialised(lm: Any) -> bool:
-    """Is ``lm`` the project's in-process engine, which answers one call at a time?"""
-    from disambig.lm.llama_engine import LlamaEngine
-
-    return isinstance(getattr(lm, "engine", None), LlamaEngine)
 
 
 def listed(found: list[Interpretation]) -> str:

@@ -211,17 +211,22 @@ def test_nothing_answered_gives_no_interpretations_and_no_answer_call():
     assert pred.trace["notes"]["abstained"] == 9 and len(engine.calls) == 10
 
 
-def test_threads_default_to_one_on_the_embedded_engine_and_eight_on_a_remote_lm():
+def test_threads_are_one_on_the_embedded_engine_eight_on_a_remote_lm_and_one_on_other_engines():
     from disambig.lm.llama_engine import LlamaEngine
 
     embedded = dspy.LM("local/model", engine=LlamaEngine("/nonexistent/model.gguf"), cache=False)
-    remote, _ = scripted_lm({})
+    remote = dspy.LM("openai/gpt-4o-mini", api_key="sk-test", cache=False)
+    scripted, _ = scripted_lm({})
     program = VerDICt(ListRetriever())
-    assert serialised(embedded) and not serialised(remote)
+    assert serialised(embedded) and not serialised(remote) and not serialised(scripted)
     with dspy.context(lm=embedded):
         assert program.workers() == 1
+        assert VerDICt(ListRetriever(), parallel=3).workers() == 1  # the engine runs one call at a time anyway
     with dspy.context(lm=remote):
         assert program.workers() == 8
+        assert VerDICt(ListRetriever(), parallel=3).workers() == 3
+    with dspy.context(lm=scripted):  # an engine of unknown thread safety: serial unless told
+        assert program.workers() == 1
         assert VerDICt(ListRetriever(), parallel=3).workers() == 3
 
 

@@ -32,6 +32,7 @@ def ask(
                                                                   "without it the most literal reading is taken."),
     lm: str | None = options.LM,
     api_base: str | None = options.API_BASE,
+    parallel_calls: int | None = options.PARALLEL_CALLS,
     verifier_lm: str | None = options.VERIFIER_LM,
     decoding: str | None = options.DECODING,
     repetition_guard: str | None = options.REPETITION_GUARD,
@@ -167,8 +168,17 @@ def _show(console: Console, question: str, prediction: object) -> None:
     console.print(f"[bold]A:[/bold] {prediction.long_answer}")
     console.print(
         f"LM calls {trace['lm_calls']} · tokens in {trace['input_tokens']} / out {trace['output_tokens']} · "
-        f"retrieval calls {trace['retrieval_calls']} · {trace['seconds']:.2f} s" + cut_note(trace)
+        f"retrieval calls {trace['retrieval_calls']} · {trace['seconds']:.2f} s" + cut_note(trace) + cost_note(trace)
     )
+
+
+def cost_note(trace: dict) -> str:
+    """`` · $0.000123`` (`` (5 of 7 calls priced)`` when some had no price) where the LM's price is known."""
+    usd = trace.get("cost_usd")
+    if usd is None:
+        return ""
+    priced, calls = int(trace.get("priced_calls", 0)), int(trace.get("lm_calls", 0))
+    return f" · ${usd:.6f}" + (f" ({priced} of {calls} calls priced)" if priced < calls else "")
 
 
 def cut_note(trace: dict) -> str:

@@ -28,6 +28,7 @@ def batch(
     partitions: int | None = PARTITIONS,
     lm: str | None = options.LM,
     api_base: str | None = options.API_BASE,
+    parallel_calls: int | None = options.PARALLEL_CALLS,
     verifier_lm: str | None = options.VERIFIER_LM,
     decoding: str | None = options.DECODING,
     repetition_guard: str | None = options.REPETITION_GUARD,

@@ -42,6 +42,7 @@ def compile_(
                                    help="Optuna trials over the program's numeric knobs before compiling (0 = off)."),
     lm: str | None = options.LM,
     api_base: str | None = options.API_BASE,
+    parallel_calls: int | None = options.PARALLEL_CALLS,
     verifier_lm: str | None = options.VERIFIER_LM,
     decoding: str | None = options.DECODING,
     repetition_guard: str | None = options.REPETITION_GUARD,

@@ -27,6 +27,7 @@ def evaluate(
                                       "folder's own or the one its manifest names, else wiki-slice)."),
     lm: str | None = options.LM,
     api_base: str | None = options.API_BASE,
+    parallel_calls: int | None = options.PARALLEL_CALLS,
     verifier_lm: str | None = options.VERIFIER_LM,
     decoding: str | None = options.DECODING,
     repetition_guard: str | None = options.REPETITION_GUARD,
@@ -133,6 +134,8 @@ def report_table(reports: list[dict]) -> Table:
 
     metric_names = sorted({name for r in reports for name in r["metrics"]})
     cost = ["tokens_per_q", "lm_calls_per_q", "latency_p50_s", "latency_p95_s"]
+    if any("cost_usd_per_q" in r.get("efficiency", {}) for r in reports):
+        cost.append("cost_usd_per_q")
     table = Table(title="Evaluation")
     for column in ["run", "n", "fail", *metric_names, *cost]:
         table.add_column(column, justify="left" if column == "run" else "right")
@@ -141,7 +144,7 @@ def report_table(reports: list[dict]) -> Table:
         table.add_row(
             run_label(r), str(r["questions"]), str(r["failures"]),
             *[f"{r['metrics'][m]:.3f}" if m in r["metrics"] else "-" for m in metric_names],
-            *[f"{eff[c]:.1f}" if c in eff else "-" for c in cost],
+            *[(f"{eff[c]:.3g}" if c.startswith("cost") else f"{eff[c]:.1f}") if c in eff else "-" for c in cost],
         )
     return table
 

@@ -24,8 +24,26 @@ API_BASE = typer.Option(None, "--api-base", metavar="URL", callback=_export_api_
                         help="OpenAI-compatible endpoint of a remote --lm such as openai/MODEL, e.g. "
                              "http://127.0.0.1:8000/v1 from `disambig lm serve` (env DISAMBIG_API_BASE; key from env "
                              "DISAMBIG_API_KEY or OPENAI_API_KEY). Checked with one request before the run.")
+
+
+def _export_parallel_calls(value: int | None) -> int | None:
+    """Make ``--parallel-calls`` the run's ``DISAMBIG_PARALLEL_CALLS``, which programs read when they run independent
+    calls (``disambig.lm.parallel``), in this process and in Spark executors or a served model."""
+    import os
+
+    if value is not None:
+        os.environ["DISAMBIG_PARALLEL_CALLS"] = str(value)
+    return value
+
+
+PARALLEL_CALLS = typer.Option(None, "--parallel-calls", min=1, metavar="N", callback=_export_parallel_calls,
+                              help="Independent LM calls inside a program (VerDICt's feedback calls, DIVA's "
+                                   "verifications, AMD's agents, DFA's judge batches) sent at once to a remote LM "
+                                   "(env DISAMBIG_PARALLEL_CALLS; default 8 remote; the in-process model: always 1).")
 THREADS = typer.Option(None, "--threads", min=1,
-                       help="CPU threads (env DISAMBIG_THREADS; default: the cores other processes leave free now).")
+                       help="CPU threads of the in-process model; with a remote LM, questions answered at once by "
+                            "eval, batch and compile (env DISAMBIG_THREADS; default: the cores other processes leave "
+                            "free now).")
 CACHE = typer.Option(None, "--cache/--no-cache",
                      help="Reuse LM responses and retrieval rankings from the cache directory (env "
                           "DISAMBIG_LM_CACHE; off by default so timings are real).")

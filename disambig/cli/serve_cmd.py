@@ -22,6 +22,7 @@ def serve(
     port: int = typer.Option(5001, "--port", min=1, max=65535),
     tracking_uri: str | None = options.TRACKING_URI,
     api_base: str | None = options.API_BASE,
+    parallel_calls: int | None = options.PARALLEL_CALLS,
     timeout: int = typer.Option(1800, "--timeout", min=1,
                                 help="Seconds a request may take (MLflow's default, 60, is less than one DFA question "
                                      "on the embedded LM)."),
