@@ -53,6 +53,19 @@ def check_text(path: Path) -> None:
         pass
 
 
+def appended_lines(path: Path) -> list[str | None]:
+    """The lines of a file ``append_line`` writes, split at ``\\n`` only (JSON written with ``ensure_ascii=False``
+    keeps U+2028 and U+0085, which ``str.splitlines`` would break a row at); a line that is not UTF-8 (a kill can cut
+    a character in two at the end of the last write) is None, for the reader to skip like a line that is not JSON."""
+    lines: list[str | None] = []
+    for raw in path.read_bytes().split(b"\n"):
+        try:
+            lines.append(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            lines.append(None)
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
 def append_line(path: Path, line: str) -> None:
     """Append ``line`` and a newline in one write, flushed and synced to disk: a kill leaves whole lines, except at
     worst a torn last one that readers of appended files skip."""

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from disambig.data.jsonl import append_line
+from disambig.data.jsonl import append_line, appended_lines
 from disambig.optimizers.batch_io import row_line, table_of
 
 
@@ -34,10 +34,10 @@ class AnswerJournal:
         if not self.path.exists():
             return None
         rows = []
-        for line in self.path.read_text(encoding="utf-8").splitlines():
+        for line in appended_lines(self.path):
             try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
+                row = json.loads(line)  # None (not UTF-8): TypeError
+            except (json.JSONDecodeError, TypeError):
                 continue
             if isinstance(row, dict):
                 rows.append(row)

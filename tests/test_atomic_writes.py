@@ -47,6 +47,31 @@ def test_a_result_line_cut_before_its_newline_is_kept_apart_from_the_next_append
     assert [r.id for r in log.load()] == ["q1", "q2"]
 
 
+@pytest.mark.parametrize("text", ["line\u2028separator", "next\x85line", "para\u2029graph", "plain é"])
+def test_a_row_whose_text_holds_a_unicode_line_break_is_kept_on_resume(tmp_path, text):
+    log = ResultLog(tmp_path / "results.jsonl")
+    log.append(QuestionResult(id="q1", question=text, prediction={"long_answer": text}, scores={}))
+    log.append(QuestionResult(id="q2", question="?", prediction={}, scores={}))
+    assert [(r.id, r.question) for r in log.load()] == [("q1", text), ("q2", "?")]
+    assert [(r.id, r.question) for r in log.load()] == [("q1", text), ("q2", "?")]  # the file was not rewritten
+
+
+def test_a_last_row_torn_inside_a_character_is_asked_again_not_a_crash(tmp_path):
+    from disambig.optimizers.batch_journal import AnswerJournal
+
+    log = ResultLog(tmp_path / "results.jsonl")
+    log.append(QuestionResult(id="q1", question="?", prediction={}, scores={}))
+    torn = json.dumps({"id": "q2", "question": "café"}, ensure_ascii=False).encode()
+    with log.path.open("ab") as handle:
+        handle.write(torn[: torn.index("é".encode()) + 1])  # the kill came between the two bytes of "é"
+    assert [r.id for r in log.load()] == ["q1"]
+    journal = AnswerJournal(tmp_path / "out.jsonl")
+    journal.append([{"id": "a", "question": "?"}])
+    with journal.path.open("ab") as handle:
+        handle.write(torn[: torn.index("é".encode()) + 1])
+    assert list(journal.table()["id"]) == ["a"]
+
+
 def test_no_writer_opens_a_target_file_outside_the_atomic_module():
     found = []
     for folder in AUDITED:
