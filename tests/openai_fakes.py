@@ -10,7 +10,6 @@ every Authorization header it receives, and writes no file.
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -102,11 +101,3 @@ def completion(text: str, body: dict[str, Any]) -> dict[str, Any]:
             "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
             "usage": {"prompt_tokens": 10, "completion_tokens": len(text.split()), "total_tokens": 10}}
 
-
-def remote_lm_from_env(settings: Any = None) -> Any:
-    """A ``DISAMBIG_LM_FACTORY`` target: ``openai/echo`` at ``FAKE_OPENAI_BASE`` with a read timeout of
-    ``FAKE_OPENAI_TIMEOUT_S`` seconds (default lm15's 600) and no retries."""
-    from disambig.lm import make_lm
-
-    return make_lm(f"openai/{MODEL}", api_base=os.environ["FAKE_OPENAI_BASE"], api_key="sk-test",
-                   timeout=float(os.environ.get("FAKE_OPENAI_TIMEOUT_S", "600")), num_retries=0)

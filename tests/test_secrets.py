@@ -42,12 +42,12 @@ def test_no_file_a_run_writes_holds_the_api_key(tmp_path, server):
     work.mkdir()
     dataset = work / "q.jsonl"
     rows = asqa_rows(30)
-    rows[1]["question"] += " BROKEN"  # the server answers HTTP 500: an error message is stored too
+    rows[1]["question"] += " BROKEN"  # the server answers HTTP 500 (retried once): an error message is stored too
     dataset.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DISAMBIG_", "MLFLOW_")) and "API_KEY" not in k}
     env |= {"OPENAI_API_KEY": SENTINEL, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"),
             "DISAMBIG_CACHE_DIR": str(home / ".cache" / "disambig"), "DISAMBIG_THREADS": "1", "HF_HUB_OFFLINE": "1",
-            "MLFLOW_TRACKING_URI": f"sqlite:///{work / 'mlflow.db'}"}
+            "MLFLOW_TRACKING_URI": f"sqlite:///{work / 'mlflow.db'}", "DISAMBIG_LM_RETRIES": "1"}
     remote = ["--lm", f"openai/{MODEL}", "--api-base", server.base]
     commands = [
         ["ask", "Who won prize number 3?", "--program", "closed-book", *remote],
