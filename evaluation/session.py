@@ -100,7 +100,7 @@ def claim_run_dir(out_dir: Path, config: EvalConfig) -> dict[str, Any]:
     params = asdict(config) | {"metrics": list(config.metrics), "code": code_stamp(), "lm_model": lm_model(config.lm)}
     path = out_dir / PARAMS_FILE
     if path.exists():
-        previous = json.loads(path.read_text(encoding="utf-8"))
+        previous = stored_params(path)
         defaults = asdict(EvalConfig(program="", dataset=""))  # a field newer than the folder's params: its default
         differing = sorted(k for k in asdict(config)
                            if k != "metrics" and previous.get(k, defaults[k]) != params[k])
@@ -112,6 +112,18 @@ def claim_run_dir(out_dir: Path, config: EvalConfig) -> dict[str, Any]:
                 "pass another --out or delete the folder to start over"
             )
     write_json(path, params, ensure_ascii=True)
+    return params
+
+
+def stored_params(path: Path) -> dict[str, Any]:
+    """The params of the run already in ``path``'s folder; a damaged file is a ``ConfigurationError`` naming it."""
+    fix = "delete the folder to start over or pass another --out"
+    try:
+        params = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigurationError(f"{str(path)!r} is not the JSON a run writes ({type(exc).__name__}); {fix}") from None
+    if not isinstance(params, dict):
+        raise ConfigurationError(f"{str(path)!r} holds {type(params).__name__}, not a run's params; {fix}")
     return params
 
 

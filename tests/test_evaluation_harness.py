@@ -103,6 +103,14 @@ def test_a_folder_with_another_run_is_refused(tmp_path):
         run_eval(other, Scripted(), examples(2), {"exact": exact}, tmp_path, track=False)
 
 
+@pytest.mark.parametrize("content", [b'{"program": "scri', b"\xff\xfe", b"[1, 2]"])
+def test_a_damaged_params_file_is_refused_naming_it(tmp_path, content):
+    (tmp_path / "params.json").write_bytes(content)
+    with pytest.raises(ConfigurationError, match=r"params.json.*delete the folder to start over"):
+        run_eval(CONFIG, Scripted(), examples(2), {"exact": exact}, tmp_path, track=False)
+    assert (tmp_path / "params.json").read_bytes() == content
+
+
 def test_mlflow_run_holds_params_metrics_and_artifacts(tmp_path):
     import mlflow
 
