@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from disambig.data.atomic import write_json
+from disambig.errors import ConfigurationError
 from disambig.evaluation.records import QuestionResult
 from disambig.metrics import corpus_means
 
 REPORT_FILE = "report.json"
+REPORT_OBJECTS = ("params", "metrics", "efficiency")
 COST_KEYS = ("lm_calls", "input_tokens", "output_tokens", "retrieval_calls")
 
 
@@ -89,8 +91,20 @@ def write_report(report: dict[str, Any], out_dir: Path) -> Path:
 
 
 def read_report(path: Path) -> dict[str, Any]:
-    """Load a report from a ``report.json`` path or the run folder that holds one."""
+    """Load a report from a ``report.json`` path or the run folder that holds one.
+
+    Raises:
+        FileNotFoundError: there is no report there.
+        ConfigurationError: the file is not a report (cut, not UTF-8, not a JSON object).
+    """
     path = path / REPORT_FILE if path.is_dir() else path
     if not path.is_file():
         raise FileNotFoundError(f"no report at {str(path)!r}; pass a run folder or its report.json")
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigurationError(f"report {str(path)!r} is not the JSON a run writes ({type(exc).__name__}); "
+                                 "re-run its eval to write it again") from None
+    if not isinstance(report, dict) or any(not isinstance(report.get(k, {}), dict) for k in REPORT_OBJECTS):
+        raise ConfigurationError(f"report {str(path)!r} is not a run's report; re-run its eval to write it again")
+    return report

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -15,6 +16,8 @@ from disambig.evaluation.plot import plot_tradeoff
 from disambig.evaluation.records import QuestionResult, ResultLog
 from disambig.evaluation.report import build_report, read_report, write_report
 from disambig.evaluation.runner import run_questions
+
+logger = logging.getLogger(__name__)
 
 RESULTS_FILE = "results.jsonl"
 PARAMS_FILE = "params.json"
@@ -137,8 +140,16 @@ def distinct_codes(results: list[QuestionResult]) -> list[dict[str, Any]]:
 
 
 def sibling_reports(out_dir: Path, current: dict[str, Any]) -> list[dict[str, Any]]:
-    """This run's report plus every other finished run's report beside it (for the trade-off plot)."""
-    others = [read_report(p) for p in sorted(out_dir.parent.glob("*/report.json")) if p.parent != out_dir]
+    """This run's report plus every other finished run's report beside it (for the trade-off plot); a sibling's
+    report that cannot be read is left out of the plot with a warning, not this run's failure."""
+    others = []
+    for path in sorted(out_dir.parent.glob("*/report.json")):
+        if path.parent == out_dir:
+            continue
+        try:
+            others.append(read_report(path))
+        except ConfigurationError as exc:
+            logger.warning("left out of the trade-off plot: %s", exc)
     return [*others, current]
 
 

@@ -8,6 +8,7 @@ import dspy
 import pytest
 
 from disambig.errors import ConfigurationError
+from disambig.evaluation.report import read_report
 from disambig.evaluation.session import EvalConfig, run_eval
 
 
@@ -109,6 +110,16 @@ def test_a_damaged_params_file_is_refused_naming_it(tmp_path, content):
     with pytest.raises(ConfigurationError, match=r"params.json.*delete the folder to start over"):
         run_eval(CONFIG, Scripted(), examples(2), {"exact": exact}, tmp_path, track=False)
     assert (tmp_path / "params.json").read_bytes() == content
+
+
+@pytest.mark.parametrize("content", [b'{"params": {"prog', b"\xff", b"[1]", b'{"metrics": [1]}'])
+def test_a_damaged_report_beside_the_run_is_left_out_of_the_plot_and_named_by_compare(tmp_path, content, caplog):
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "report.json").write_bytes(content)
+    outcome = run_eval(CONFIG, Scripted(), examples(2), {"exact": exact}, tmp_path / "run", track=False)
+    assert outcome.report["questions"] == 2 and "left out of the trade-off plot" in caplog.text
+    with pytest.raises(ConfigurationError, match="other/report.json.*re-run its eval"):
+        read_report(tmp_path / "other")
 
 
 def test_mlflow_run_holds_params_metrics_and_artifacts(tmp_path):
