@@ -79,8 +79,8 @@ class ResultLog(Generic[Record]):
     def drop(self, ids: set[str]) -> None:
         """Rewrite the log (atomically) without the records of ``ids``."""
         with self._lock:
-            kept = [line for line in self.path.read_text(encoding="utf-8").splitlines()
-                    if json.loads(line).get("id") not in ids]
+            kept = [line for line in appended_lines(self.path)  # load() has left only whole rows
+                    if line is not None and json.loads(line).get("id") not in ids]
             write_text(self.path, "".join(f"{line}\n" for line in kept))
 
     def append(self, result: Record) -> None:

@@ -56,6 +56,15 @@ def test_a_row_whose_text_holds_a_unicode_line_break_is_kept_on_resume(tmp_path,
     assert [(r.id, r.question) for r in log.load()] == [("q1", text), ("q2", "?")]  # the file was not rewritten
 
 
+def test_dropping_failed_rows_keeps_a_row_whose_text_holds_a_unicode_line_break(tmp_path):
+    log = ResultLog(tmp_path / "results.jsonl")
+    log.append(QuestionResult(id="q1", question="a\u2028b", prediction={}, scores={}))
+    log.append(QuestionResult(id="q2", question="?", prediction=None, scores={}, error="RuntimeError: down"))
+    log.load()
+    log.drop({"q2"})
+    assert [(r.id, r.question) for r in log.load()] == [("q1", "a\u2028b")]
+
+
 def test_a_last_row_torn_inside_a_character_is_asked_again_not_a_crash(tmp_path):
     from disambig.optimizers.batch_journal import AnswerJournal
 
