@@ -296,7 +296,7 @@ def main() -> None:
         rows = measure(n, real, Path(args.work) / args.generator, draw, args.factories, args.probes)
         name = f"{n}.json" if args.generator == "gaussian" or n == len(real) else f"{n}-{args.generator}.json"
         (out / name).write_text(json.dumps(rows, indent=2), encoding="utf-8")
-        report(n, args.generator, rows)
+        report(n, "real" if n == len(real) else args.generator, rows)
 
 
 if __name__ == "__main__":
