@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,11 +125,9 @@ class ExpansionCache:
         return row if isinstance(row, dict) and row.get("version") == CACHE_VERSION else None
 
     def put(self, key: str, row: dict[str, Any]) -> None:
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps({"version": CACHE_VERSION, **row}, ensure_ascii=False), encoding="utf-8")
-        os.replace(tmp, path)
+        from disambig.data.atomic import write_json
+
+        write_json(self._path(key), {"version": CACHE_VERSION, **row}, indent=None)
 
     def _path(self, key: str) -> Path:
         return self.folder / key[:2] / f"{key}.json"
