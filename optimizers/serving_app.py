@@ -20,6 +20,7 @@ from disambig.optimizers.serving_errors import HideStackTraces
 MODEL_PATH_ENV = "DISAMBIG_SERVE_MODEL_PATH"
 MAX_BYTES_ENV = "DISAMBIG_MAX_REQUEST_BYTES"
 DEFAULT_MAX_BYTES = 1_000_000
+DRAIN_FACTOR = 16  # a refused body up to 16 times the limit is read (and dropped) so that its client gets the 413
 MAX_CONCURRENT_ENV = "DISAMBIG_SERVE_MAX_CONCURRENT"
 MAX_QUEUE_ENV = "DISAMBIG_SERVE_MAX_QUEUE"
 TIMEOUT_ENV = "MLFLOW_SCORING_SERVER_REQUEST_TIMEOUT"  # read by MLflow's scoring server
@@ -32,11 +33,18 @@ Send = Callable[[Message], Awaitable[None]]
 
 class BodyLimit:
     """ASGI middleware: a request whose body is over ``max_bytes`` gets HTTP 413 with a JSON error (the declared
-    ``Content-Length`` is checked first; a body without one is counted as it arrives), and never reaches ``app``."""
+    ``Content-Length`` is checked first; a body without one is counted as it arrives), and never reaches ``app``.
 
-    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], max_bytes: int) -> None:
+    The rest of a refused body, up to ``drain_factor`` times the limit, is read and dropped before the 413 is sent:
+    uvicorn closes a connection whose body was left unread, and a client still sending it would meet a broken pipe
+    or a reset instead of the reason. A body declared larger than that is refused at once.
+    """
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], max_bytes: int,
+                 drain_factor: int = DRAIN_FACTOR) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.drain_factor = drain_factor
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -44,6 +52,8 @@ class BodyLimit:
             return
         declared = dict(scope.get("headers") or []).get(b"content-length", b"")
         if declared.isdigit() and int(declared) > self.max_bytes:
+            if int(declared) <= self.max_bytes * self.drain_factor:
+                await self._drain(receive, 0, True)
             await self._refuse(send, int(declared))
             return
         body, more = b"", True
@@ -54,6 +64,7 @@ class BodyLimit:
             body += message.get("body", b"")
             more = message.get("more_body", False)
             if len(body) > self.max_bytes:
+                await self._drain(receive, len(body), more)
                 await self._refuse(send, len(body), exact=False)
                 return
         replay: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
@@ -62,6 +73,14 @@ class BodyLimit:
             return replay.pop() if replay else await receive()
 
         await self.app(scope, receive_body, send)
+
+    async def _drain(self, receive: Receive, seen: int, more: bool) -> None:
+        """Read and drop what is left of a refused body, up to ``drain_factor`` times the limit in all."""
+        while more and seen <= self.max_bytes * self.drain_factor:
+            message = await receive()
+            if message["type"] != "http.request":
+                return
+            seen, more = seen + len(message.get("body", b"")), message.get("more_body", False)
 
     async def _refuse(self, send: Send, size: int, exact: bool = True) -> None:
         measured = f"{size:,} bytes" if exact else f"over {self.max_bytes:,} bytes"

@@ -28,7 +28,7 @@ def serve(
                                      "on the embedded LM)."),
     max_request_bytes: int = typer.Option(1_000_000, "--max-request-bytes", min=1,
                                           help="Largest request body; a larger one is refused with HTTP 413 before it "
-                                               "is read."),
+                                               "is parsed."),
     max_concurrent: int = typer.Option(4, "--max-concurrent", min=1,
                                        help="Requests answered at once (the embedded LM answers one LM call at a "
                                             "time whatever this is; a remote LM may take several)."),
