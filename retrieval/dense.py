@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,8 @@ IDS_FILE = "ids.json"
 ENCODE_CHUNK = 256  # passages per progress report (~3 s of MiniLM on 2 cores)
 HNSW_NEIGHBOURS = 32
 HNSW_EF_CONSTRUCTION = 40
+ShardEncoder = Callable[..., list[Any]]
+"""``encode(folder, shards, progress=...)``: each shard's vectors, kept in ``folder/shards/`` (``encode_shards``)."""
 
 
 def hnsw_index(dim: int) -> Any:
@@ -42,21 +46,28 @@ def passage_text(passage: dict[str, str]) -> str:
 
 def encode_passages(passages: list[dict[str, str]], embedder: Any, progress: Progress | None = None) -> Any:
     """``(n, d)`` float32 unit vectors, encoded in chunks so ``progress(done, total)`` can follow."""
+    return encode_texts([passage_text(p) for p in passages], embedder, progress)
+
+
+def encode_texts(texts: list[str], embedder: Any, progress: Progress | None = None) -> Any:
+    """``(n, d)`` float32 unit vectors of ``texts``, encoded ``ENCODE_CHUNK`` at a time (as every build does, so
+    a Spark build encodes the same batches)."""
     import numpy as np
 
     chunks = []
     if progress:
-        progress(0, len(passages))
-    for start in range(0, len(passages), ENCODE_CHUNK):
-        batch = passages[start : start + ENCODE_CHUNK]
-        chunks.append(np.asarray(embedder.encode([passage_text(p) for p in batch]), dtype=np.float32))
+        progress(0, len(texts))
+    for start in range(0, len(texts), ENCODE_CHUNK):
+        batch = texts[start : start + ENCODE_CHUNK]
+        chunks.append(np.asarray(embedder.encode(batch), dtype=np.float32))
         if progress:
-            progress(start + len(batch), len(passages))
+            progress(start + len(batch), len(texts))
     return np.vstack(chunks)
 
 
 def write_faiss(folder: Path, shards: CorpusShards, embedder: Any, progress: Progress | None = None,
-                factory: str | None = None, search: SearchParams | None = None) -> dict[str, Any]:
+                factory: str | None = None, search: SearchParams | None = None,
+                encode: ShardEncoder | None = None) -> dict[str, Any]:
     """Encode the corpus shard by shard (``shards/``, kept and verified when a build resumes), then write the
     FAISS index and the vectors (``vectors.npy``) from the shards, memory-mapped.
 
@@ -68,8 +79,10 @@ def write_faiss(folder: Path, shards: CorpusShards, embedder: Any, progress: Pro
         factory: a ``faiss.index_factory`` string; by default ``Flat`` up to 100k passages, else ``IVF...,SQ8``
             (``disambig.retrieval.faiss_index.default_factory``).
         search: search parameters stored with the index (``nprobe``, ``ef_search``); defaults by index type.
+        encode: how the shards are encoded, ``encode(folder, shards, progress)`` -> their vectors; by default in
+            this process with ``embedder`` (``encode_shards``); ``spark_encode.SparkEncoding`` encodes on Spark.
     """
-    vectors = encode_shards(folder, shards, embedder, progress)
+    vectors = (encode or partial(encode_shards, embedder=embedder))(folder, shards, progress=progress)
     factory = factory or faiss_index.default_factory(sum(len(v) for v in vectors))
     index = faiss_index.fill_index(factory, vectors)
     faiss_index.write(index, folder / FAISS_FILE)

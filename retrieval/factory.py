@@ -49,7 +49,7 @@ def needs_build(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = N
 
 def ensure_index(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = None, force: bool = False,
                  threads: int = 1, progress: Progress | None = None, faiss_factory: str | None = None,
-                 search: SearchParams | None = None, shard_size: int = SHARD_SIZE) -> Path:
+                 search: SearchParams | None = None, shard_size: int = SHARD_SIZE, encode: Any = None) -> Path:
     """Build the ``bm25`` or ``dense`` index of ``corpus`` unless an identical one exists; return its folder.
 
     Args:
@@ -67,6 +67,8 @@ def ensure_index(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = 
             one is rebuilt.
         search: dense only: ``nprobe`` / ``ef_search`` stored with the index (an existing index is updated in place).
         shard_size: passages read (and, for dense, encoded and kept for resuming) at a time.
+        encode: dense only: how the shards are encoded (``dense.ShardEncoder``); in this process by default,
+            ``spark_encode.SparkEncoding`` on Spark.
     """
     _check_corpus(corpus, kind)
     if corpus.startswith(PREBUILT):
@@ -92,8 +94,8 @@ def ensure_index(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = 
     from disambig.retrieval.dense import write_faiss
 
     return build_index(folder, corpus, kind, {"encoder": encoder_name(encoder)},
-                       lambda tmp, ps, tick: write_faiss(tmp, ps, encoder, tick, faiss_factory, search), progress,
-                       fresh=force, shard_size=shard_size)
+                       lambda tmp, ps, tick: write_faiss(tmp, ps, encoder, tick, faiss_factory, search, encode),
+                       progress, fresh=force, shard_size=shard_size)
 
 
 def build_retriever(kind: str, corpus: str = "wiki-slice", settings: Any = None, embedder: Any = None,

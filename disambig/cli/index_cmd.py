@@ -45,13 +45,20 @@ def build(
     shard_size: int = typer.Option(10_240, "--shard-size", min=1,
                                    help="Passages read at a time; a dense build keeps each encoded shard, so an "
                                         "interrupted build resumes (rerun the same command; --force starts over)."),
+    engine: str = typer.Option("local", "--engine",
+                               help="Where dense shards are encoded: local (this process) or spark (one shard a "
+                                    "Spark task; docs/spark.md)."),
+    master: str | None = typer.Option(None, "--master",
+                                      help="Spark master for --engine spark: local[N] or a cluster URL "
+                                           "(default local[2])."),
 ) -> None:
     """Index CORPUS for BM25 (Lucene) and/or dense search (FAISS); an up-to-date index is kept unless --force."""
     from disambig.retrieval.faiss_index import SearchParams
 
     if kind not in ("bm25", "dense", "all"):
         raise ValueError(f"unknown index kind {kind!r}; choose bm25, dense or all")
-    dense = DenseOptions(faiss_factory, SearchParams(nprobe, ef_search), shard_size)
+    dense = DenseOptions(faiss_factory, SearchParams(nprobe, ef_search), shard_size,
+                         spark_encoding(engine, master, embedder, kind))
     settings = load_settings(threads=threads)
     console = Console()
     table = Table(title=f"Indexes of {corpus}")
@@ -73,6 +80,26 @@ class DenseOptions:
     faiss_factory: str | None = None
     search: Any = None
     shard_size: int = 10_240
+    encode: Any = None
+
+
+def spark_encoding(engine: str, master: str | None, embedder: str, kind: str) -> Any:
+    """The Spark encoding ``--engine spark`` asks for (None for ``local``).
+
+    Raises:
+        ValueError: an unknown engine, ``--master`` without ``--engine spark``, or a Spark build without dense.
+    """
+    if engine not in ("local", "spark"):
+        raise ValueError(f"unknown --engine {engine!r}; choose local or spark")
+    if engine == "local":
+        if master is not None:
+            raise ValueError(f"--master {master!r} applies to --engine spark only; add --engine spark or drop it")
+        return None
+    if kind == "bm25":
+        raise ValueError("--engine spark encodes dense shards, and --kind bm25 has none; use --kind dense or all")
+    from disambig.retrieval.spark_encode import SparkEncoding
+
+    return SparkEncoding(embedder, master or "local[2]")
 
 
 def build_with_progress(console: Console, kind: str, corpus: str, settings: Any, encoder: Any = None,
@@ -85,7 +112,7 @@ def build_with_progress(console: Console, kind: str, corpus: str, settings: Any,
                                                                           dense.faiss_factory):
         return ensure_index(kind, corpus, settings.cache_dir, encoder, search=dense.search), False
     build = {"force": force, "threads": settings.threads, "faiss_factory": dense.faiss_factory, "search": dense.search,
-             "shard_size": dense.shard_size}
+             "shard_size": dense.shard_size, "encode": dense.encode}
     if not console.is_terminal:  # a bar would only show once done; the build logs its progress lines instead
         return ensure_index(kind, corpus, settings.cache_dir, encoder, **build), True
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
