@@ -4,7 +4,7 @@ waiting for a turn, and HTTP 503 with ``Retry-After`` for any request beyond tha
 MLflow's scoring app answers each request in a thread of the event loop's default pool, and a request that finds every
 thread busy waits in the pool's queue, which has no bound: past capacity, clients wait with no answer (or time out)
 while the server keeps accepting. ``AdmissionLimit`` sits in front of the app, so a request is either answered in its
-turn or refused at once with a one-line reason, before its body is read.
+turn or refused at once with a one-line reason; a refused body is read and dropped (``serving_drain``), never parsed.
 """
 
 from __future__ import annotations
@@ -16,8 +16,11 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from disambig.optimizers.serving_drain import drain
+
 DEFAULT_MAX_CONCURRENT = 4
 DEFAULT_MAX_QUEUE = 16
+DEFAULT_DRAIN_BYTES = 16_000_000
 LIMITED_PATHS = frozenset({"/invocations"})  # /ping, /health and /version stay answerable under load
 
 Scope = MutableMapping[str, Any]
@@ -31,18 +34,21 @@ class AdmissionLimit:
     """ASGI middleware: at most ``max_concurrent`` requests to ``LIMITED_PATHS`` reach ``app`` at once and at most
     ``max_queue`` wait for a turn (first come, first served); any other gets HTTP 503 with a JSON error and a
     ``Retry-After`` of the seconds the queue ahead of it would take at the mean time of the requests answered so far.
+    A refused request's body, when declared no larger than ``drain_bytes``, is read and dropped first, so that a client
+    still sending it reads the 503.
 
     The counts live on one event loop (one uvicorn worker); ``waiting`` and ``active`` are read by the tests.
     """
 
-    def __init__(self, app: App, max_concurrent: int = DEFAULT_MAX_CONCURRENT,
-                 max_queue: int = DEFAULT_MAX_QUEUE) -> None:
+    def __init__(self, app: App, max_concurrent: int = DEFAULT_MAX_CONCURRENT, max_queue: int = DEFAULT_MAX_QUEUE,
+                 drain_bytes: int = DEFAULT_DRAIN_BYTES) -> None:
         if max_concurrent < 1 or max_queue < 0:
             raise ValueError(f"max_concurrent={max_concurrent} must be at least 1 and max_queue={max_queue} at "
                              "least 0")
         self.app = app
         self.max_concurrent = max_concurrent
         self.max_queue = max_queue
+        self.drain_bytes = drain_bytes
         self.active = 0
         self.waiting = 0
         self._turns: asyncio.Semaphore | None = None
@@ -54,6 +60,9 @@ class AdmissionLimit:
             await self.app(scope, receive, send)
             return
         if self.active + self.waiting >= self.max_concurrent + self.max_queue:
+            declared = dict(scope.get("headers") or []).get(b"content-length", b"")
+            if not declared.isdigit() or int(declared) <= self.drain_bytes:
+                await drain(receive, self.drain_bytes)
             await self._refuse(send)
             return
         self._turns = self._turns or asyncio.Semaphore(self.max_concurrent)

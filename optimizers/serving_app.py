@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from disambig.optimizers.serving_admission import DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_QUEUE, AdmissionLimit
+from disambig.optimizers.serving_drain import drain
 from disambig.optimizers.serving_errors import HideStackTraces
 
 MODEL_PATH_ENV = "DISAMBIG_SERVE_MODEL_PATH"
@@ -35,9 +36,8 @@ class BodyLimit:
     """ASGI middleware: a request whose body is over ``max_bytes`` gets HTTP 413 with a JSON error (the declared
     ``Content-Length`` is checked first; a body without one is counted as it arrives), and never reaches ``app``.
 
-    The rest of a refused body, up to ``drain_factor`` times the limit, is read and dropped before the 413 is sent:
-    uvicorn closes a connection whose body was left unread, and a client still sending it would meet a broken pipe
-    or a reset instead of the reason. A body declared larger than that is refused at once.
+    The rest of a refused body, up to ``drain_factor`` times the limit, is read and dropped before the 413 is sent
+    (``serving_drain``), so that its client reads the reason. A body declared larger than that is refused at once.
     """
 
     def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], max_bytes: int,
@@ -53,7 +53,7 @@ class BodyLimit:
         declared = dict(scope.get("headers") or []).get(b"content-length", b"")
         if declared.isdigit() and int(declared) > self.max_bytes:
             if int(declared) <= self.max_bytes * self.drain_factor:
-                await self._drain(receive, 0, True)
+                await drain(receive, self.max_bytes * self.drain_factor)
             await self._refuse(send, int(declared))
             return
         body, more = b"", True
@@ -64,7 +64,7 @@ class BodyLimit:
             body += message.get("body", b"")
             more = message.get("more_body", False)
             if len(body) > self.max_bytes:
-                await self._drain(receive, len(body), more)
+                await drain(receive, self.max_bytes * self.drain_factor, len(body), more)
                 await self._refuse(send, len(body), exact=False)
                 return
         replay: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
@@ -73,14 +73,6 @@ class BodyLimit:
             return replay.pop() if replay else await receive()
 
         await self.app(scope, receive_body, send)
-
-    async def _drain(self, receive: Receive, seen: int, more: bool) -> None:
-        """Read and drop what is left of a refused body, up to ``drain_factor`` times the limit in all."""
-        while more and seen <= self.max_bytes * self.drain_factor:
-            message = await receive()
-            if message["type"] != "http.request":
-                return
-            seen, more = seen + len(message.get("body", b"")), message.get("more_body", False)
 
     async def _refuse(self, send: Send, size: int, exact: bool = True) -> None:
         measured = f"{size:,} bytes" if exact else f"over {self.max_bytes:,} bytes"
@@ -96,14 +88,14 @@ def create_app() -> AdmissionLimit:
     """MLflow's scoring app for the model folder in ``DISAMBIG_SERVE_MODEL_PATH`` (its error replies without stack
     traces, ``serving_errors``), behind ``BodyLimit`` with the
     limit in ``DISAMBIG_MAX_REQUEST_BYTES``, behind ``AdmissionLimit`` with the limits in
-    ``DISAMBIG_SERVE_MAX_CONCURRENT`` and ``DISAMBIG_SERVE_MAX_QUEUE`` (a refused request's body is never read)."""
+    ``DISAMBIG_SERVE_MAX_CONCURRENT`` and ``DISAMBIG_SERVE_MAX_QUEUE`` (a refused request's body is never parsed)."""
     from mlflow.pyfunc import scoring_server
 
     model = scoring_server.load_model_with_mlflow_config(os.environ[MODEL_PATH_ENV])
     limited = BodyLimit(HideStackTraces(scoring_server.init(model)),
                         int(os.environ.get(MAX_BYTES_ENV, DEFAULT_MAX_BYTES)))
     return AdmissionLimit(limited, int(os.environ.get(MAX_CONCURRENT_ENV, DEFAULT_MAX_CONCURRENT)),
-                          int(os.environ.get(MAX_QUEUE_ENV, DEFAULT_MAX_QUEUE)))
+                          int(os.environ.get(MAX_QUEUE_ENV, DEFAULT_MAX_QUEUE)), limited.max_bytes * DRAIN_FACTOR)
 
 
 def serve_command(model_path: str, host: str, port: int, timeout: int, max_bytes: int,
