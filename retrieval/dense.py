@@ -136,14 +136,41 @@ def built_factory(folder: Path) -> str | None:
     return manifest.get("faiss_factory") or LEGACY_FACTORIES.get(manifest.get("faiss_index", ""))
 
 
+def reindex(folder: Path, factory: str, search: SearchParams | None = None, rows: int = 100_000) -> bool:
+    """Rebuild the FAISS index at ``folder`` as ``factory`` from its own ``vectors.npy`` (memory-mapped, ``rows``
+    at a time), without encoding a passage again; the manifest's factory, index type and search parameters (the new
+    index's defaults under ``search``) are updated. False when the folder has no usable vectors file.
+    """
+    import numpy as np
+
+    manifest = _manifest(folder)
+    try:
+        vectors = np.load(folder / VECTORS_FILE, mmap_mode="r")
+    except (OSError, ValueError):
+        return False
+    if not manifest or vectors.ndim != 2 or len(vectors) != manifest.get("passages"):
+        return False
+    index = faiss_index.fill_index(factory, [vectors[start : start + rows] for start in range(0, len(vectors), rows)])
+    faiss_index.write(index, folder / f"{FAISS_FILE}.tmp")
+    (folder / f"{FAISS_FILE}.tmp").replace(folder / FAISS_FILE)
+    stored = (search or SearchParams()).over(faiss_index.default_search(factory, index))
+    _write_manifest(folder, {**manifest, "backend": f"faiss {package_version('faiss-cpu')}", "faiss_factory": factory,
+                             "faiss_index": type(index).__name__, "search": stored.to_dict()})
+    return True
+
+
+def _write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
+    tmp = folder / f"{MANIFEST}.tmp"
+    tmp.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    tmp.replace(folder / MANIFEST)
+
+
 def store_search(folder: Path, search: SearchParams) -> None:
     """Record ``search`` (the parameters set in it) as the stored search parameters of the index at ``folder``."""
     manifest = _manifest(folder)
     stored = search.over(SearchParams.from_dict(manifest.get("search")))
     if manifest and stored.to_dict() != manifest.get("search"):
-        tmp = folder / f"{MANIFEST}.tmp"
-        tmp.write_text(json.dumps({**manifest, "search": stored.to_dict()}, indent=2), encoding="utf-8")
-        tmp.replace(folder / MANIFEST)
+        _write_manifest(folder, {**manifest, "search": stored.to_dict()})
 
 
 def _manifest(folder: Path) -> dict[str, Any]:

@@ -64,7 +64,7 @@ def ensure_index(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = 
             (``disambig.retrieval.progress``) every few seconds.
         faiss_factory: dense only: a ``faiss.index_factory`` string (``IVF4096,SQ8``, ``OPQ64,IVF4096,PQ64``...)
             instead of the size-based default (exact ``Flat`` up to 100k passages); an index built with another
-            one is rebuilt.
+            one is rebuilt from its stored vectors (``vectors.npy``), without encoding again unless ``force``.
         search: dense only: ``nprobe`` / ``ef_search`` stored with the index (an existing index is updated in place).
         shard_size: passages read (and, for dense, encoded and kept for resuming) at a time.
         encode: dense only: how the shards are encoded (``dense.ShardEncoder``); in this process by default,
@@ -83,6 +83,12 @@ def ensure_index(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = 
 
             store_search(folder, search)
         return folder
+    if kind == "dense" and not force and faiss_factory and folder.is_dir():
+        from disambig.retrieval.dense import reindex
+
+        if reindex(folder, faiss_factory.strip(), search):  # another factory: the stored vectors, not re-encoded
+            logger.info("rebuilt the dense index of %s as %s from its stored vectors", corpus, faiss_factory)
+            return folder
     logger.info("building the %s index of %s in %s (once; later runs reuse it)", kind, corpus, folder)
     progress = progress or LoggedProgress(f"{kind} index of {corpus}", "passages encoded" if kind == "dense"
                                           else "passages indexed")

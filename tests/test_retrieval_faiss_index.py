@@ -109,6 +109,17 @@ def test_an_index_without_factory_in_its_manifest_still_searches_the_same(corpus
     assert again.search("zebra stripes", 3) == before
 
 
+def test_another_factory_is_built_from_the_stored_vectors_without_encoding_again(corpus, settings, monkeypatch):
+    folder = ensure_index("dense", corpus, settings.cache_dir, VocabEmbedder())
+    vectors = np.load(folder / "vectors.npy")
+    monkeypatch.setattr(VocabEmbedder, "encode", lambda self, texts: pytest.fail("encoded again"))
+    ensure_index("dense", corpus, settings.cache_dir, VocabEmbedder(), faiss_factory="IVF2,SQ8",
+                 search=fi.SearchParams(nprobe=2))
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert (manifest["faiss_factory"], manifest["search"], manifest["passages"]) == ("IVF2,SQ8", {"nprobe": 2}, 4)
+    assert fi.read(folder / "faiss.index").ntotal == 4 and np.array_equal(np.load(folder / "vectors.npy"), vectors)
+
+
 def test_a_forced_factory_rebuilds_and_search_parameters_update_in_place(corpus, settings):
     exact = build_retriever("dense", corpus, settings, embedder=VocabEmbedder())
     assert needs_build("dense", corpus, settings.cache_dir, VocabEmbedder(), "IVF1,SQ8")

@@ -36,7 +36,8 @@ def build(
     faiss_factory: str | None = typer.Option(
         None, "--faiss-factory",
         help="Dense index as a faiss.index_factory string (e.g. IVF4096,SQ8 or OPQ64,IVF4096,PQ64); default: exact "
-             "Flat up to 100k passages, IVF(4*sqrt(n)),SQ8 above. An index of another factory is rebuilt."),
+             "Flat up to 100k passages, IVF(4*sqrt(n)),SQ8 above. An index of another factory is rebuilt from its "
+             "stored vectors (nothing is encoded again)."),
     nprobe: int | None = typer.Option(None, "--nprobe", min=1,
                                       help="IVF cells searched per query, stored with the dense index "
                                            "(default max(64, nlist/64); changing it needs no rebuild)."),
