@@ -1,0 +1,145 @@
+"""Whole runs against a real model server on loopback (`disambig lm serve` with the embedded SmolLM2, one thread):
+questions at once give the answers of one at a time, VerDICt's feedback calls at once give the answers of serial
+calls, and a server stopped in the middle of an eval leaves failed rows that a re-run, once a server is back,
+answers without asking the others again. Every test stops its servers, also when it fails."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from test_lm_server import DISAMBIG, Server, child_env, free_port, wait_ready
+
+pytestmark = pytest.mark.slow
+
+PROMPT_WARMUP = "What is it?"
+"""Asked first, closed-book, so that every compared question's prompt starts from a warm server cache: the server
+reuses the prompt prefix it shares with the previous request, and the compared questions all differ from each other
+and from this one at their first word (Who / When / How), so that shared prefix is the same whatever the order."""
+
+
+def disambig(tmp_path: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 300,
+             ) -> subprocess.CompletedProcess:
+    return subprocess.run([*DISAMBIG, *args], capture_output=True, text=True, timeout=timeout,
+                          env={**child_env(tmp_path), **(env or {})})
+
+
+def remote(url: str) -> list[str]:
+    return ["--lm", "openai/smollm2", "--api-base", url]
+
+
+def eval_args(url: str, out: Path, dataset: str, *extra: str) -> list[str]:
+    return ["eval", "closed-book", "--dataset", dataset, "--metric", "rouge-l", "--no-track", "--out", str(out),
+            *remote(url), *extra]
+
+
+def rows(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def written(out: Path) -> int:
+    path = out / "results.jsonl"
+    return len(path.read_text(encoding="utf-8").splitlines()) if path.exists() else 0
+
+
+def answers(out: Path) -> dict[str, tuple]:
+    return {r["id"]: (r["prediction"]["long_answer"], r["trace"]["input_tokens"], r["trace"]["output_tokens"])
+            for r in rows(out)}
+
+
+@contextmanager
+def served(tmp_path: Path, name: str) -> Iterator[Server]:
+    """`disambig lm serve` (SmolLM2, one thread) on a free port, stopped when the block ends however it ends."""
+    port = free_port()
+    log_path = tmp_path / f"{name}.out"
+    with log_path.open("w") as log:
+        start = time.monotonic()
+        process = subprocess.Popen([*DISAMBIG, "lm", "serve", "--model", "local:smollm2", "--port", str(port),
+                                    "--threads", "1", "--ctx", "4096"], stdout=log, stderr=subprocess.STDOUT,
+                                   env=child_env(tmp_path), start_new_session=True)
+        server = Server(process, f"http://127.0.0.1:{port}/v1", 0.0)
+        try:
+            server.started_s = wait_ready(server, start, log_path)
+            yield server
+        finally:
+            server.stop()
+
+
+@pytest.fixture
+def lm_server(tmp_path) -> Iterator[Server]:
+    with served(tmp_path, "server") as server:
+        yield server
+
+
+def test_eval_with_two_questions_at_once_answers_as_one_at_a_time(lm_server, tmp_path, asqa_file):
+    warm = disambig(tmp_path, "ask", PROMPT_WARMUP, "--program", "closed-book", *remote(lm_server.url))
+    assert warm.returncode == 0, warm.stderr
+    one = disambig(tmp_path, *eval_args(lm_server.url, tmp_path / "one", asqa_file, "--limit", "3", "--threads", "1"))
+    assert one.returncode == 0, one.stderr
+    two = disambig(tmp_path, *eval_args(lm_server.url, tmp_path / "two", asqa_file, "--limit", "3", "--threads", "2"))
+    assert two.returncode == 0, two.stderr
+    assert answers(tmp_path / "two") == answers(tmp_path / "one")  # answers and token counts
+    assert len(answers(tmp_path / "one")) == 3 and all(not r["error"] for r in rows(tmp_path / "two"))
+
+
+def test_verdict_with_four_feedback_calls_at_once_answers_as_serial_calls(lm_server, tmp_path):
+    from retrieval_fakes import PASSAGES, write_corpus
+
+    corpus = write_corpus(tmp_path / "two.jsonl", PASSAGES[:2])  # two feedback calls (short replies keep it quick)
+
+    def ask(calls: str) -> str:
+        done = disambig(tmp_path, "ask", "What does the aardvark eat?", "--program", "verdict", "--retriever", "dense",
+                        "--corpus", corpus, "--option", "relax=false", "--option", "long_answer=list",
+                        "--parallel-calls", calls, *remote(lm_server.url))
+        assert done.returncode == 0, done.stderr
+        return re.sub(r"\d+\.\d+ s", "S s", done.stdout)  # everything but the wall time
+
+    ask("1")  # warms the server's cache: each compared run follows the same last request (a feedback call)
+    serial, parallel = ask("1"), ask("4")
+    assert parallel == serial  # readings, answers, cited passages, LM calls and tokens
+    assert "LM calls 2" in serial  # one feedback call per passage
+
+
+def test_a_server_stopped_mid_eval_leaves_failures_that_a_rerun_answers_alone(tmp_path, asqa_file):
+    out = tmp_path / "run"
+    args = ["--limit", "4", "--threads", "1"]
+    fast_failure = {"DISAMBIG_LM_RETRIES": "0"}
+    with served(tmp_path, "first") as first:
+        running = subprocess.Popen([*DISAMBIG, *eval_args(first.url, out, asqa_file, *args)], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, env={**child_env(tmp_path), **fast_failure})
+        try:
+            deadline = time.monotonic() + 120
+            while written(out) < 1:
+                assert running.poll() is None, running.communicate()
+                assert time.monotonic() < deadline, "no answer within 120 s"
+                time.sleep(0.05)
+            os.killpg(first.process.pid, signal.SIGKILL)  # the server dies while the second question is asked
+            first.process.wait()
+            _, stderr = running.communicate(timeout=120)
+        finally:
+            if running.poll() is None:
+                running.kill()
+    assert running.returncode == 0, stderr
+    before = rows(out)
+    assert len(before) == 4 and len({r["id"] for r in before}) == 4
+    answered = {r["id"]: r for r in before if not r["error"]}
+    failed = [r for r in before if r["error"]]
+    assert answered and failed
+    assert all(re.search(r"(?i)connect", r["error"]) for r in failed), failed  # reset, refused
+
+    with served(tmp_path, "second") as second:
+        # --allow-mixed-code: the shared checkout may be edited between the two runs (its dirty stamp changes)
+        again = disambig(tmp_path, *eval_args(second.url, out, asqa_file, *args, "--allow-mixed-code"))
+        assert again.returncode == 0, again.stderr
+    after = rows(out)
+    assert sorted(r["id"] for r in after) == sorted(r["id"] for r in before)  # one row per question, none lost
+    assert all(not r["error"] for r in after)
+    assert {r["id"]: r for r in after if r["id"] in answered} == answered  # not asked again (same times, stamps)
