@@ -251,3 +251,17 @@ def test_run_eval_gives_the_same_rows_with_any_number_of_threads_and_calls(tmp_p
                           for r in outcome.results], engine.most)
     assert runs[4][0] == runs[1][0]
     assert runs[1][1] == 1 and runs[4][1] > 4  # questions and their calls overlapped
+
+
+def test_questions_at_once_are_one_on_the_in_process_model_and_threads_on_a_remote_lm():
+    from disambig.cli.eval_cmd import eval_workers
+    from disambig.lm.llama_engine import LlamaEngine
+    from disambig.lm.parallel import question_workers
+    from disambig.optimizers.batch import rows_at_once
+    from disambig.settings import Settings
+
+    local, remote = Settings(lm="local:smollm2", threads=4), Settings(lm="openai/gpt-4o-mini", threads=4)
+    assert (eval_workers(local), eval_workers(remote)) == (1, 4)  # eval, and compile's scoring and optimizers
+    assert (rows_at_once("local", local), rows_at_once("local", remote), rows_at_once("spark", local)) == (1, 4, 2000)
+    embedded = dspy.LM("local/model", engine=LlamaEngine("/nonexistent/model.gguf"), cache=False)
+    assert (question_workers(embedded, 4), question_workers(overlap_lm({})[0], 4)) == (1, 4)  # a served model

@@ -10,6 +10,7 @@ from rich.console import Console
 
 from disambig.cli import options
 from disambig.cli.errors import user_errors
+from disambig.cli.eval_cmd import eval_workers
 from disambig.settings import load_settings
 
 
@@ -80,7 +81,7 @@ def compile_(
     options.export_lm_roles(verifier_lm, decoding, repetition_guard, repeat_penalty)
     settings = load_settings(lm=lm, threads=threads, lm_cache=cache)
     budget = Budget(demos=demos, candidates=count_option(candidates), trials=trials, metric_calls=metric_calls,
-                    batch=batch, threads=settings.threads)
+                    batch=batch, threads=eval_workers(settings))  # questions at once: 1 on the in-process model
     result, tracked = run_compile(settings, program, dataset, metric, optimizer, budget, train, val, retriever,
                                   corpus, name, out, track, register, reflection_lm, tune_knobs,
                                   program_options)

@@ -115,11 +115,16 @@ def compare(reports: list[Path] = typer.Argument(..., help="Run folders or repor
 
 
 def eval_workers(settings: object) -> int:
-    """Questions answered at once: 1 for the in-process model (its calls are serialised anyway, and queueing
-    would inflate per-question latency), the thread setting for remote LMs."""
+    """Questions answered at once (by ``eval`` and by ``compile``'s scoring and optimizers): 1 for the in-process
+    model (its calls are serialised anyway, queueing would inflate per-question latency, and its prompt cache would
+    depend on the interleaving), the thread setting for remote LMs (and for an LM a custom factory builds)."""
+    from disambig.errors import ConfigurationError
     from disambig.lm import parse_spec
 
-    return 1 if parse_spec(settings.lm).is_local else settings.threads
+    try:
+        return 1 if parse_spec(settings.lm).is_local else settings.threads
+    except ConfigurationError:  # a spec only DISAMBIG_LM_FACTORY knows: not the in-process engine
+        return settings.threads
 
 
 def wide_console() -> Console:
