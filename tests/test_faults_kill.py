@@ -82,8 +82,10 @@ def ids(rows: list[dict]) -> list[str]:
 
 
 def eval_args(dataset: Path, out: Path) -> list[str]:
+    """The eval; ``--allow-mixed-code`` because a shared checkout may change between a kill and its rerun (refusing
+    answers from other code is tested in ``test_cli_eval_compile``)."""
     return ["eval", "closed-book", "--dataset", str(dataset), "--lm", "scripted/echo", "--threads", "2", "--no-track",
-            "--out", str(out)]
+            "--allow-mixed-code", "--out", str(out)]
 
 
 def test_eval_killed_mid_run_then_while_publishing_its_report_resumes_with_no_row_lost_or_repeated(tmp_path):
