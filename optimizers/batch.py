@@ -32,6 +32,7 @@ ENGINES = ("local", "spark")
 MODEL_URI_SCHEMES = ("models:/", "runs:/")
 ANSWER_COLUMNS = ("long_answer", "interpretations", "passage_ids", "passages", "trace", "extra", "error")
 TRACE_FIELDS = ("lm_calls", "input_tokens", "output_tokens", "reused_prompt_tokens", "retrieval_calls", "seconds")
+PRICE_FIELDS = ("cost_usd",)  # null when no call of the row had a known price (``disambig.lm.cost``)
 # Rows asked at once: locally one on the in-process model (each is kept as soon as it is answered) and ``--threads``
 # on a remote LM (answered at once, kept together), one Spark job per chunk.
 CHUNK_ROWS = {"local": 1, "spark": 2000}
@@ -43,7 +44,7 @@ SPARK_RESULT_TYPE = (
     "interpretations array<struct<question: string, answer: string, passage_ids: array<string>, score: double>>, "
     "passages array<struct<id: string, title: string, text: string>>, "
     "trace struct<lm_calls: long, input_tokens: long, output_tokens: long, reused_prompt_tokens: long, "
-    "retrieval_calls: long, seconds: double>, "
+    "retrieval_calls: long, seconds: double, cost_usd: double>, "
     "error string, extra string"
 )
 EXECUTOR_ENV_PREFIXES = ("DISAMBIG_", "HF_", "TOKENIZERS_", "OMP_", "MLFLOW_TRACKING_URI")
@@ -212,7 +213,7 @@ def answer_row(raw: dict[str, Any]) -> dict[str, Any]:
         "interpretations": interpretations,
         "passage_ids": cited,
         "passages": [{k: str(p.get(k) or "") for k in ("id", "title", "text")} for p in raw.get("passages") or []],
-        "trace": {k: trace.get(k, 0) for k in TRACE_FIELDS},
+        "trace": {k: trace.get(k, 0) for k in TRACE_FIELDS} | {k: trace.get(k) for k in PRICE_FIELDS},
         "extra": raw.get("extra") or "{}",
         "error": raw.get("error") or None,
     }

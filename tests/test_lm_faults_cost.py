@@ -141,3 +141,32 @@ def test_a_model_without_a_price_has_no_dollars(server, tmp_path):
         ask(lm, "Who won?")
     assert trace.lm_calls == 1 and trace.cost_usd is None and trace.priced_calls == 0
     assert "cost_usd" not in efficiency([{"lm_calls": 1, "cost_usd": None}])
+
+
+def priced_lm(settings=None):
+    """A ``DISAMBIG_LM_FACTORY`` target: gpt-4o-mini (a priced model) at the scripted server ``FAKE_OPENAI_BASE``."""
+    return make_lm("openai/gpt-4o-mini", api_base=os.environ["FAKE_OPENAI_BASE"], api_key="sk-test", num_retries=0)
+
+
+def test_batch_rows_carry_their_dollars(server, tmp_path, monkeypatch):
+    import pandas as pd
+    from typer.testing import CliRunner
+
+    from disambig.cli import app
+    from disambig.optimizers.artifact import save_artifact
+    from disambig.programs import build_program
+
+    monkeypatch.setenv("DISAMBIG_LM_FACTORY", f"{__file__}:priced_lm")
+    monkeypatch.setenv("FAKE_OPENAI_BASE", server.base)
+    monkeypatch.setenv("DISAMBIG_CACHE_DIR", str(tmp_path / "cache"))
+    state = save_artifact(build_program("closed-book"), tmp_path / "art" / "plain.json",
+                          {"program": "closed-book", "optimizer": "none"})
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps({"id": f"q{i}", "question": f"Who won prize {i}?"}) + "\n" for i in range(3)))
+    result = CliRunner().invoke(app, ["batch", str(state), "-i", str(source), "-o", str(tmp_path / "out.jsonl"),
+                                      "--lm", "openai/gpt-4o-mini", "--threads", "3",
+                                      "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"])
+    assert result.exit_code == 0, result.output
+    out = pd.read_json(tmp_path / "out.jsonl", lines=True)
+    assert [t["cost_usd"] for t in out["trace"]] == pytest.approx([10 * 0.15e-6 + 8 * 0.60e-6] * 3)
+    assert sorted(server.questions) == [f"Who won prize {i}?" for i in range(3)]
