@@ -25,7 +25,7 @@ from disambig.programs import build_program
 
 CLI = Path(__file__).with_name("cli_scripted.py")
 DELAY_S = 0.3
-N_ROWS = 12
+N_ROWS = 16  # 4 rows before the kill leave the others ~2 s: a kill the machine's load delays still comes first
 KILLED = -signal.SIGKILL
 
 
@@ -41,7 +41,14 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
 
 
 def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
+    """The whole rows of a JSONL file (a line being written, or torn by a kill, is skipped as the readers skip it)."""
+    rows = []
+    for line in path.read_bytes().split(b"\n") if path.exists() else []:
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            continue
+    return rows
 
 
 def env(tmp_path: Path, log: str, delay: float = DELAY_S, **extra: str) -> dict[str, str]:
