@@ -7,7 +7,6 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from disambig.errors import ConfigurationError
 from disambig.retrieval.base import Progress, SharedIndex, check_k, check_queries, check_query
 from disambig.retrieval.passage import Passage
 from disambig.retrieval.passage_store import Passages, as_passages
@@ -67,26 +66,27 @@ class BM25Retriever(SharedIndex):
         self._size = len(passages)
 
     @classmethod
-    def prebuilt(cls, name: str, k1: float = 0.9, b: float = 0.4, threads: int = 1) -> BM25Retriever:
-        """Open pyserini's prebuilt index ``name`` (e.g. ``wikipedia-dpr``), downloading it once (needs network)."""
-        from disambig.retrieval.java import prebuilt_bm25_names
+    def prebuilt(cls, name: str, k1: float = 0.9, b: float = 0.4, threads: int = 1,
+                 download: bool = True) -> BM25Retriever:
+        """Open pyserini's prebuilt index ``name`` (e.g. ``wikipedia-dpr-100w``) from pyserini's cache, fetching it
+        first when ``download`` (needs network once; ``disambig index fetch NAME``).
 
-        known = prebuilt_bm25_names()
-        if name not in known:
-            close = sorted(n for n in known if name.split("-")[0] in n)[:8]
-            raise ConfigurationError(f"unknown prebuilt index {name!r}; pyserini's BM25 indexes include "
-                                     f"{', '.join(close) or 'wikipedia-dpr, msmarco-v1-passage'}")
-        search_lucene, _ = _pyserini()
-        try:
-            searcher = search_lucene.LuceneSearcher.from_prebuilt_index(name)
-        except OSError as exc:
-            raise ConfigurationError(f"could not download prebuilt index {name!r} ({exc}); it needs network "
-                                     "access once, then lives in ~/.cache/pyserini") from None
-        if searcher is None:
-            raise ConfigurationError(f"could not download prebuilt index {name!r}; it needs network access once")
-        retriever = cls(Path(searcher.index_dir), [], f"{PREBUILT}{name}", k1, b, threads)
-        retriever._passages, retriever._size = None, int(searcher.num_docs)
-        retriever._searcher = _configured(searcher, k1, b)
+        Raises:
+            ConfigurationError: an unknown name, or the download failed.
+            IndexMissingError: not fetched yet and ``download`` is False.
+        """
+        from disambig.retrieval import prebuilt
+
+        folder = prebuilt.fetch(name) if download else prebuilt.fetched(name)
+        if folder is None:
+            from disambig.retrieval.store import IndexMissingError
+
+            raise IndexMissingError(f"prebuilt index {name!r} is not in pyserini's cache "
+                                    f"{str(prebuilt.prebuilt_folder(name).parent)!r}; fetch it once with "
+                                    f"`disambig index fetch {name}` (needs network)")
+        retriever = cls(folder, [], f"{PREBUILT}{name}", k1, b, threads)
+        retriever._passages = None
+        retriever._size = int(retriever._open_lucene(folder).num_docs)
         return retriever
 
     @property
@@ -123,15 +123,21 @@ class BM25Retriever(SharedIndex):
             self._searcher = _configured(self._open(), self.k1, self.b)
         return self._searcher
 
-    def _open(self) -> Any:
+    def _open_lucene(self, path: Path) -> Any:
+        """The Lucene searcher of ``path``, kept for later searches."""
         search_lucene, _ = _pyserini()
-        path = self.folder / LUCENE_DIR
         if not path.is_dir():
             raise self._damaged(f"no Lucene index at {str(path)!r}")
         try:
             searcher = search_lucene.LuceneSearcher(str(path))
         except Exception as exc:  # noqa: BLE001 - the JVM raises its own exception types
             raise self._damaged(f"Lucene index at {str(path)!r} cannot be opened ({java_message(exc)})") from None
+        self._searcher = _configured(searcher, self.k1, self.b)
+        return searcher
+
+    def _open(self) -> Any:
+        path = self.folder / LUCENE_DIR
+        searcher = self._open_lucene(path)
         if searcher.num_docs != self._size:
             raise self._damaged(f"Lucene index at {str(path)!r} holds {searcher.num_docs} documents, not {self._size}")
         return searcher

@@ -142,7 +142,7 @@ def build_retriever(kind: str, corpus: str = "wiki-slice", settings: Any = None,
     if kind == "bm25" and corpus.startswith(PREBUILT):
         from disambig.retrieval.bm25 import BM25Retriever
 
-        return BM25Retriever.prebuilt(corpus.removeprefix(PREBUILT), k1, b, settings.threads)
+        return BM25Retriever.prebuilt(corpus.removeprefix(PREBUILT), k1, b, settings.threads, download=auto_build)
     encoder = _embedder(embedder) if kind == "dense" else None
     folder = (ensure_index(kind, corpus, settings.cache_dir, encoder, threads=settings.threads) if auto_build
               else index_path(kind, corpus, settings.cache_dir, encoder))

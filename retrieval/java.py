@@ -29,12 +29,12 @@ def pyserini_lucene() -> tuple[ModuleType, ModuleType]:
         return search_lucene, index_lucene
 
 
-def prebuilt_bm25_names() -> set[str]:
-    """Names of pyserini's prebuilt BM25 (inverted) indexes, e.g. ``wikipedia-dpr``; nothing is downloaded."""
+def prebuilt_bm25_index_info() -> dict[str, dict]:
+    """pyserini's records of its prebuilt BM25 indexes by name (file name, md5, size, documents); no download."""
     with _lock, java_for_pyserini():
         from pyserini.prebuilt_index_info import TF_INDEX_INFO
 
-        return set(TF_INDEX_INFO)
+        return dict(TF_INDEX_INFO)
 
 
 @contextmanager

@@ -20,7 +20,7 @@ app = typer.Typer(no_args_is_help=True, help="Build retrieval indexes (cached by
 
 CORPUS = typer.Option("wiki-slice", "--corpus", "-c",
                       help="wiki-slice, dbpedia-entity-5k, a JSONL file of {id, title, text}, a BEIR folder, "
-                           "or prebuilt:NAME (pyserini BM25 index, needs network once).")
+                           "or prebuilt:NAME (a pyserini BM25 index; `disambig index fetch NAME` downloads it once).")
 EMBEDDER = typer.Option("all-MiniLM-L6-v2", "--embedder",
                         help="Dense encoder: all-MiniLM-L6-v2 or a local sentence-transformers folder.")
 
@@ -122,6 +122,21 @@ def build_with_progress(console: Console, kind: str, corpus: str, settings: Any,
         folder = ensure_index(kind, corpus, settings.cache_dir, encoder, **build,
                               progress=lambda done, total: progress.update(task, completed=done, total=total))
     return folder, True
+
+
+@app.command("fetch")
+@user_errors
+def fetch(name: str = typer.Argument(..., help="A pyserini prebuilt BM25 index, e.g. wikipedia-dpr-100w.")) -> None:
+    """Download pyserini's prebuilt BM25 index NAME once (needs network); then `--corpus prebuilt:NAME` searches it
+    offline with --retriever bm25."""
+    from disambig.retrieval.bm25 import PREBUILT, BM25Retriever
+
+    retriever = BM25Retriever.prebuilt(name)
+    table = Table(title=f"Prebuilt index {name}")
+    for column in ("corpus", "passages", "folder"):
+        table.add_column(column, justify="right" if column == "passages" else "left")
+    table.add_row(f"{PREBUILT}{name}", f"{retriever.size:,}", str(retriever.folder))
+    Console().print(table)
 
 
 def make_embedder(model: str) -> Any:
