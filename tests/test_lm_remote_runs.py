@@ -88,6 +88,7 @@ def test_eval_with_two_questions_at_once_answers_as_one_at_a_time(lm_server, tmp
     assert two.returncode == 0, two.stderr
     assert answers(tmp_path / "two") == answers(tmp_path / "one")  # answers and token counts
     assert len(answers(tmp_path / "one")) == 3 and all(not r["error"] for r in rows(tmp_path / "two"))
+    assert all(into > 0 and out > 0 for _, into, out in answers(tmp_path / "two").values())  # the server's usage
 
 
 def test_verdict_with_four_feedback_calls_at_once_answers_as_serial_calls(lm_server, tmp_path):
