@@ -1,7 +1,8 @@
 """Whole runs against a real model server on loopback (`disambig lm serve` with the embedded SmolLM2, one thread):
 questions at once give the answers of one at a time, VerDICt's feedback calls at once give the answers of serial
-calls, and a server stopped in the middle of an eval leaves failed rows that a re-run, once a server is back,
-answers without asking the others again. Every test stops its servers, also when it fails."""
+calls, a server stopped in the middle of an eval leaves failed rows that a re-run, once a server is back, answers
+without asking the others again, a compile's saved program answers through the server, and `score` judges there.
+Every test stops its servers, also when it fails."""
 
 from __future__ import annotations
 
@@ -144,3 +145,32 @@ def test_a_server_stopped_mid_eval_leaves_failures_that_a_rerun_answers_alone(tm
     assert sorted(r["id"] for r in after) == sorted(r["id"] for r in before)  # one row per question, none lost
     assert all(not r["error"] for r in after)
     assert {r["id"]: r for r in after if r["id"] in answered} == answered  # not asked again (same times, stamps)
+
+
+def test_a_compile_against_the_server_saves_a_program_that_then_answers_through_it(lm_server, tmp_path, asqa_file):
+    compiled = disambig(tmp_path, "compile", "closed-book", "--dataset", asqa_file, "--metric", "rouge-l",
+                        "--optimizer", "labeled-fewshot", "--train", "2", "--val", "2", "--threads", "2", "--no-track",
+                        "--no-register", "--out", str(tmp_path / "art"), *remote(lm_server.url))
+    assert compiled.returncode == 0, compiled.stderr
+    state = tmp_path / "art" / "closed-book" / Path(asqa_file).stem / "labeled-fewshot.json"
+    assert state.is_file() and "api_base" not in state.read_text() and lm_server.url not in state.read_text()
+    answered = disambig(tmp_path, "ask", "Who painted the famous portrait?", "--program", "closed-book",
+                        "--artifact", str(state), *remote(lm_server.url))
+    assert answered.returncode == 0, answered.stderr
+    assert "A: " in answered.stdout and "LM calls 1" in answered.stdout
+
+
+def test_score_with_a_judge_on_the_server(lm_server, tmp_path, asqa_file):
+    answers_file = tmp_path / "answers.jsonl"
+    answers_file.write_text(json.dumps({
+        "id": "mini-1", "question": "Who wrote the novel about the white whale?",
+        "long_answer": "Herman Melville wrote Moby-Dick in 1851.",
+        "interpretations": [{"question": "Who wrote the 1851 novel Moby-Dick?", "answer": "Herman Melville",
+                             "passage_ids": ["m"]}],
+        "passages": [{"id": "m", "title": "Moby-Dick", "text": "Moby-Dick is an 1851 novel by Herman Melville."}],
+    }) + "\n")
+    scored = disambig(tmp_path, "score", str(answers_file), "--dataset", asqa_file, "-m", "g-precision",
+                      "--judge-lm", "openai/smollm2", "--api-base", lm_server.url, "--out", str(tmp_path / "g.json"))
+    assert scored.returncode == 0, scored.stderr
+    result = json.loads((tmp_path / "g.json").read_text())
+    assert 0.0 <= result["metrics"]["g-precision"] <= 1.0 and result["judge"]["judge_calls"] == 1
