@@ -41,10 +41,10 @@ def run_questions(
     if threads < 1:
         raise ValueError(f"threads={threads} must be at least 1")
     stored = log.load()
-    if not allow_mixed_code:
-        refuse_other_code(stored, log)
     done = {r.id: r for r in stored if not r.failed}
     failed = {r.id for r in stored if r.failed}
+    if not allow_mixed_code:
+        refuse_other_code(done.values(), log)  # failed rows are asked again by this code
     if failed:
         log.drop(failed)
     todo = [ex for ex in examples if ex.id not in done]

@@ -170,3 +170,11 @@ def test_batch_rows_carry_their_dollars(server, tmp_path, monkeypatch):
     out = pd.read_json(tmp_path / "out.jsonl", lines=True)
     assert [t["cost_usd"] for t in out["trace"]] == pytest.approx([10 * 0.15e-6 + 8 * 0.60e-6] * 3)
     assert sorted(server.questions) == [f"Who won prize {i}?" for i in range(3)]
+
+
+def test_ask_prints_the_dollars_and_says_when_some_calls_had_no_price():
+    from disambig.cli.ask_cmd import cost_note
+
+    assert cost_note({"lm_calls": 2, "cost_usd": None, "priced_calls": 0}) == ""
+    assert cost_note({"lm_calls": 2, "cost_usd": 1.2e-5, "priced_calls": 2}) == " · $0.000012"
+    assert cost_note({"lm_calls": 2, "cost_usd": 1.2e-5, "priced_calls": 1}) == " · $0.000012 (1 of 2 calls priced)"
