@@ -4,6 +4,7 @@ the calls measured to overlap; questions at once in ``run_eval``; the setting, i
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import zlib
@@ -265,3 +266,27 @@ def test_questions_at_once_are_one_on_the_in_process_model_and_threads_on_a_remo
     assert (rows_at_once("local", local), rows_at_once("local", remote), rows_at_once("spark", local)) == (1, 4, 2000)
     embedded = dspy.LM("local/model", engine=LlamaEngine("/nonexistent/model.gguf"), cache=False)
     assert (question_workers(embedded, 4), question_workers(overlap_lm({})[0], 4)) == (1, 4)  # a served model
+
+
+def test_the_command_lines_parallel_calls_reach_the_program(tmp_path, monkeypatch, asqa_file):
+    from program_fakes import use_in_cli
+    from test_programs_diva import MEN, WOMEN, rules
+    from typer.testing import CliRunner
+
+    from disambig.cli import app
+
+    monkeypatch.delenv(PARALLEL_CALLS_ENV, raising=False)  # restored after the test, whatever the option sets
+    retriever = FakeRetriever()
+    retriever.embedder = FakeEmbedder()  # DIVA's reranker takes its retriever's encoder
+    calls = {}
+    for n in ("1", "3"):
+        lm, engine = overlap_lm(rules({MEN: "Yes", WOMEN: "No"}))
+        use_in_cli(monkeypatch, lm, retriever)
+        result = CliRunner().invoke(app, ["eval", "diva", "--dataset", asqa_file, "--limit", "2", "--metric",
+                                          "rouge-l", "--no-track", "--parallel-calls", n, "--out", str(tmp_path / n)])
+        assert result.exit_code == 0, result.output
+        calls[n] = engine.most
+    assert calls == {"1": 1, "3": 2}  # DIVA's two verifications at once
+    one, three = ([without_seconds(json.loads(line)["prediction"]) for line in
+                   (tmp_path / n / "results.jsonl").read_text().splitlines()] for n in ("1", "3"))
+    assert sorted(map(json.dumps, one)) == sorted(map(json.dumps, three))
