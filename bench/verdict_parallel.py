@@ -140,7 +140,7 @@ class SleepingEngine:
 
     def reply(self, user: str) -> dict[str, Any]:
         question = re.search(r"question: (.*)", user)[1]
-        passage = re.search(r"document: [^|]*\| (.*)", user)
+        passage = re.search(r"document: [^|]*\| (.*?)(?:</passage>)?$", user, re.MULTILINE)  # quoted or plain
         if passage is None:  # the relaxation step
             return {"query": self.relaxed.get(question, question)}
         reading, answer = self.states.get((question, passage[1]), (None, None))
