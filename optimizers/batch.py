@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -22,7 +21,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from disambig.errors import ConfigurationError, MissingDependencyError
+from disambig.data.spark_session import spark_session
+from disambig.errors import ConfigurationError
 from disambig.optimizers.batch_io import object_column, read_questions, read_table, table_format, write_table
 from disambig.optimizers.batch_journal import AnswerJournal
 from disambig.settings import Settings
@@ -287,7 +287,7 @@ def answerer(engine: Engine, location: str, settings: Settings, master: str,
     if engine == "local":
         yield local_answerer(location, settings)
         return
-    with spark_session(master) as spark:
+    with spark_session(master, "disambig-batch") as spark:
         yield spark_answerer(spark, location, settings, partitions)
 
 
@@ -319,25 +319,6 @@ def spark_answerer(spark: Any, location: str, settings: Settings,
         return [by_row[i] for i in range(len(questions))]
 
     return answer
-
-
-@contextmanager
-def spark_session(master: str) -> Iterator[Any]:
-    """A Spark session on ``master`` for one batch (stopped after it); workers run this Python unless
-    ``PYSPARK_PYTHON`` says otherwise."""
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError:
-        raise MissingDependencyError("--engine spark needs PySpark: pip install 'disambig[spark]'") from None
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (SparkSession.builder.master(master).appName("disambig-batch")
-             .config("spark.ui.enabled", "false")
-             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-             .getOrCreate())
-    try:
-        yield spark
-    finally:
-        spark.stop()
 
 
 class BatchAnswerError(RuntimeError):

@@ -55,9 +55,9 @@ class SparkEncoding:
     def __call__(self, folder: Path, shards: CorpusShards, progress: Progress | None = None) -> list[Any]:
         """Each shard's vectors, memory-mapped from ``folder/shards/`` (kept from an interrupted build when they
         verify, else encoded on Spark)."""
-        from disambig.optimizers.batch import spark_session
+        from disambig.data.spark_session import spark_session
 
-        with spark_session(self.master) as spark:
+        with spark_session(self.master, "disambig-index") as spark:
             context = spark.sparkContext
             wave = self.wave or 2 * context.defaultParallelism
             encode = partial(encode_partition, model=self.model, threads=self.threads)
