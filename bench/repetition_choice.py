@@ -112,6 +112,7 @@ def main() -> None:
     parser.add_argument("--measured", action="append", default=[], metavar="LABEL=FOLDER",
                         help="A measured run (repeatable), labelled LABEL in the table.")
     parser.add_argument("--results", type=Path)
+    parser.add_argument("--section", default="choice", help="The generated section's name in --results.")
     args = parser.parse_args()
     measured = {}
     for item in args.measured:
@@ -122,7 +123,7 @@ def main() -> None:
     text = table(args.stored, measured)
     print(text)
     if args.results:
-        write_section(args.results, "choice", text, "python bench/repetition_choice.py " + shlex.join(sys.argv[1:]),
+        write_section(args.results, args.section, text, "python bench/repetition_choice.py " + shlex.join(sys.argv[1:]),
                       "bench/repetition_choice.py")
 
 
