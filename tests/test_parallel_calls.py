@@ -275,7 +275,7 @@ def test_the_command_lines_parallel_calls_reach_the_program(tmp_path, monkeypatc
 
     from disambig.cli import app
 
-    monkeypatch.delenv(PARALLEL_CALLS_ENV, raising=False)  # restored after the test, whatever the option sets
+    monkeypatch.setenv(PARALLEL_CALLS_ENV, "0")  # so the variable the option sets is undone after the test
     retriever = FakeRetriever()
     retriever.embedder = FakeEmbedder()  # DIVA's reranker takes its retriever's encoder
     calls = {}

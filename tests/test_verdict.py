@@ -211,8 +211,10 @@ def test_nothing_answered_gives_no_interpretations_and_no_answer_call():
     assert pred.trace["notes"]["abstained"] == 9 and len(engine.calls) == 10
 
 
-def test_threads_are_one_on_the_embedded_engine_eight_on_a_remote_lm_and_one_on_other_engines():
+def test_threads_are_one_on_the_embedded_engine_eight_on_a_remote_lm_and_one_on_other_engines(monkeypatch):
     from disambig.lm.llama_engine import LlamaEngine
+
+    monkeypatch.setenv("DISAMBIG_PARALLEL_CALLS", "0")  # the run's setting: decide from the LM
 
     embedded = dspy.LM("local/model", engine=LlamaEngine("/nonexistent/model.gguf"), cache=False)
     remote = dspy.LM("openai/gpt-4o-mini", api_key="sk-test", cache=False)
