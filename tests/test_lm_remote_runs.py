@@ -13,11 +13,10 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from test_lm_server import DISAMBIG, Server, child_env, free_port, wait_ready
+from test_lm_server import DISAMBIG, Server, child_env, served
 
 pytestmark = pytest.mark.slow
 
@@ -54,24 +53,6 @@ def written(out: Path) -> int:
 def answers(out: Path) -> dict[str, tuple]:
     return {r["id"]: (r["prediction"]["long_answer"], r["trace"]["input_tokens"], r["trace"]["output_tokens"])
             for r in rows(out)}
-
-
-@contextmanager
-def served(tmp_path: Path, name: str) -> Iterator[Server]:
-    """`disambig lm serve` (SmolLM2, one thread) on a free port, stopped when the block ends however it ends."""
-    port = free_port()
-    log_path = tmp_path / f"{name}.out"
-    with log_path.open("w") as log:
-        start = time.monotonic()
-        process = subprocess.Popen([*DISAMBIG, "lm", "serve", "--model", "local:smollm2", "--port", str(port),
-                                    "--threads", "1", "--ctx", "4096"], stdout=log, stderr=subprocess.STDOUT,
-                                   env=child_env(tmp_path), start_new_session=True)
-        server = Server(process, f"http://127.0.0.1:{port}/v1", 0.0)
-        try:
-            server.started_s = wait_ready(server, start, log_path)
-            yield server
-        finally:
-            server.stop()
 
 
 @pytest.fixture

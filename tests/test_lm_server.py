@@ -15,6 +15,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -159,23 +160,30 @@ class Server:
         return self.process.returncode
 
 
+@contextmanager
+def served(tmp_path: Path, name: str) -> Iterator[Server]:
+    """`disambig lm serve` (SmolLM2, one thread) on a free port, stopped when the block ends however it ends."""
+    port = free_port()
+    log_path = tmp_path / f"{name}.out"
+    with log_path.open("w") as log:
+        start = time.monotonic()
+        process = subprocess.Popen([*DISAMBIG, "lm", "serve", "--model", "local:smollm2", "--port", str(port),
+                                    "--threads", "1", "--ctx", "4096"], stdout=log, stderr=subprocess.STDOUT,
+                                   env=child_env(tmp_path), start_new_session=True)
+        server = Server(process, f"http://127.0.0.1:{port}/v1", 0.0)
+        try:
+            server.started_s = wait_ready(server, start, log_path)
+            yield server
+        finally:
+            server.stop()
+
+
 @pytest.fixture
 def lm_server(tmp_path) -> Iterator[Server]:
     """`disambig lm serve --model local:smollm2` on a free loopback port, in its own process group; stopped (the
     whole group) when the test ends, however it ends."""
-    port = free_port()
-    log = (tmp_path / "server.out").open("w")
-    start = time.monotonic()
-    process = subprocess.Popen([*DISAMBIG, "lm", "serve", "--model", "local:smollm2", "--port", str(port),
-                                "--threads", "1", "--ctx", "4096"], stdout=log, stderr=subprocess.STDOUT,
-                               env=child_env(tmp_path), start_new_session=True)
-    server = Server(process, f"http://127.0.0.1:{port}/v1", 0.0)
-    try:
-        server.started_s = wait_ready(server, start, tmp_path / "server.out")
+    with served(tmp_path, "server") as server:
         yield server
-    finally:
-        server.stop()
-        log.close()
 
 
 def wait_ready(server: Server, start: float, log: Path, timeout: float = 120) -> float:
