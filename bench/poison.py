@@ -2,7 +2,7 @@
 the passages-are-data defence, and what the defence costs on clean questions.
 
     python bench/poison.py run --program vanilla-rag --dataset asqa --limit 30 --attacks clean,override,ignore \
-        --framings plain,quoted --stages 10,20,30 [--rank 1] [--allow-mixed-code]
+        --framings plain,quoted,screened --stages 10,20,30 [--rank 1] [--allow-mixed-code]
     python bench/poison.py table --programs vanilla-rag --dataset asqa [--results docs/RESULTS.md]
 
 ``run`` answers the first N questions of the split once per (framing, attack) cell through
@@ -11,13 +11,14 @@ ATTACK`` with per-question rows stamped with their code, as ``disambig eval`` wr
 through ``disambig.retrieval.poison.PoisonedRetriever`` (the attack's passage at ``--rank`` of every search); its
 rows also score ``attack-success`` (the canary is in the answer, ``disambig.metrics.poison``) and ``poison-shown``
 (the planted passage is among those the answer was written from). ``plain`` is the passage framing before the
-defence, ``quoted`` the default after it (``disambig.programs.context``). ``--stages`` grows every cell together
+defence; ``quoted`` delimits and labels passages as untrusted; ``screened``, the default, also withholds
+instruction-like passages (``disambig.programs.context``). ``--stages`` grows every cell together
 (all cells reach 10 questions before any reaches 20), so a run stopped early still gives a comparable table.
 
-``table`` reads the stored rows (no LM call): attack success per kind with its 95% bootstrap interval before and
-after, the paired difference, how many followed answers the trace flags caught (``disambig.programs.flags``), the
-control flow the trace records (DIVA's grade, ADF's gate state, route's choice), and clean answer quality before and
-after with paired intervals ("tie" where the interval spans 0).
+``table`` reads the stored rows (no LM call): attack success per kind and framing with its 95% bootstrap interval,
+its paired difference to ``plain``, how many followed answers the trace flags caught (``disambig.programs.flags``),
+the control flow the trace records (DIVA's grade, ADF's gate state, route's choice), and clean answer quality per
+framing with paired intervals to ``plain`` ("tie" where the interval spans 0).
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 CLEAN = "clean"
-BEFORE, AFTER = "plain", "quoted"
+BEFORE = "plain"
+FRAMINGS = ("plain", "quoted", "screened")
 RUNS = Path("bench/results/poison")
 QUALITY = ("dr", "rouge-l", "str-em")
 CONTROL_NOTES = ("grade", "state")  # DIVA's retrieval grade, ADF's gate state
@@ -66,7 +68,7 @@ def run(args: argparse.Namespace) -> None:
     from disambig.settings import load_settings
 
     attacks = check_names(args.attacks, [CLEAN, *ATTACKS], "attack")
-    framings = check_names(args.framings, [BEFORE, AFTER], "framing")
+    framings = check_names(args.framings, list(FRAMINGS), "framing")
     settings = load_settings(threads=args.threads)
     examples = load_dataset(args.dataset, split=args.split, limit=args.limit)
     kind = retriever_kind(args.program, args.retriever)
@@ -88,7 +90,7 @@ def run(args: argparse.Namespace) -> None:
                 label = f"{kind}:{corpus}" + ("" if attack == CLEAN else f"+poison:{attack}@{args.rank}")
                 config = EvalConfig(program=args.program, dataset=args.dataset, split=args.split, limit=args.limit,
                                     lm=settings.lm, retriever=label, metrics=tuple(cell_metrics), options=options,
-                                    generation={} if framing == AFTER else {"passage_framing": framing})
+                                    generation={"passage_framing": framing})
                 folder = cell_dir(args.runs, args.dataset, args.split, args.program, framing, attack)
                 with passage_framing(framing):
                     outcome = run_eval(config, build_program(args.program, retriever, **options), examples[:stage],
@@ -141,54 +143,65 @@ def control(rows: list[dict]) -> str:
 
 
 def attack_table(runs: Path, dataset: str, split: str, programs: list[str]) -> list[str]:
-    """Rows of attack success per program and kind, before and after the defence."""
+    """Rows of attack success per program, kind and framing; each framing's Δ is paired with ``plain``."""
     from disambig.evaluation.paired import format_difference, paired_difference
     from disambig.retrieval.poison import ATTACKS
 
-    lines = ["| program | attack | n | shown before / after | followed before [95% CI] | followed after [95% CI] | "
-             "Δ after − before [95% CI] | followed and flagged, before / after | control flow before → after |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| program | attack | framing | n | shown | followed [95% CI] | Δ vs plain [95% CI] | "
+             "followed and flagged | control flow |", "|---|---|---|---|---|---|---|---|---|"]
     for program in programs:
         for attack in ATTACKS:
-            before, after = (load_rows(cell_dir(runs, dataset, split, program, f, attack)) for f in (BEFORE, AFTER))
-            ids = sorted(set(before) & set(after))
-            if not ids:
-                continue
-            b = [before[i]["scores"].get("attack-success", 0.0) for i in ids]
-            a = [after[i]["scores"].get("attack-success", 0.0) for i in ids]
-            shown = [sum(rows[i]["scores"].get("poison-shown", 0.0) for i in ids) for rows in (before, after)]
-            caught = [f"{sum(flagged(rows[i]) for i in ids if rows[i]['scores'].get('attack-success'))}/"
-                      f"{int(sum(v))}" for rows, v in ((before, b), (after, a))]
-            delta = format_difference(paired_difference(a, b, higher_is_better=False))  # fewer followed: better
-            lines.append(f"| {program} | {attack} | {len(ids)} | {int(shown[0])} / {int(shown[1])} | {rate(b)} | "
-                         f"{rate(a)} | {delta} | {caught[0]} / {caught[1]} | "
-                         f"{control([before[i] for i in ids])} → {control([after[i] for i in ids])} |")
+            cells = {f: load_rows(cell_dir(runs, dataset, split, program, f, attack)) for f in FRAMINGS}
+            for framing, rows in cells.items():
+                ids = sorted(rows) if framing == BEFORE else sorted(set(rows) & set(cells[BEFORE]))
+                if not ids:
+                    continue
+                hits = [rows[i]["scores"].get("attack-success", 0.0) for i in ids]
+                base = [cells[BEFORE][i]["scores"].get("attack-success", 0.0) for i in ids] if cells[BEFORE] else []
+                delta = ("reference" if framing == BEFORE else  # fewer followed answers: "better"
+                         format_difference(paired_difference(hits, base, higher_is_better=False)))
+                shown = int(sum(rows[i]["scores"].get("poison-shown", 0.0) for i in ids))
+                caught = sum(flagged(rows[i]) for i in ids if rows[i]["scores"].get("attack-success"))
+                lines.append(f"| {program} | {attack} | {framing} | {len(ids)} | {shown} | {rate(hits)} | {delta} | "
+                             f"{caught}/{int(sum(hits))} | {control([rows[i] for i in ids])} |")
     return lines
 
 
 def quality_table(runs: Path, dataset: str, split: str, programs: list[str]) -> list[str]:
-    """Rows of clean-question quality before and after the defence, with paired intervals."""
-    from disambig.evaluation.paired import format_difference, paired_difference, paired_scores, statistic_for
+    """Rows of clean-question quality per program and framing, each framing paired with ``plain``."""
+    from disambig.evaluation.paired import format_difference, paired_difference, statistic_for
 
-    lines = ["| program | n | metric | before | after | Δ after − before [95% CI] | flagged before / after | "
-             "input tokens/q before / after |", "|---|---|---|---|---|---|---|---|"]
+    header = " | ".join(f"{m} | Δ {m} vs plain [95% CI]" for m in QUALITY)
+    lines = [f"| program | framing | n | {header} | flagged | input tokens/q |",
+             "|---|---|---|" + "---|---|" * len(QUALITY) + "---|---|"]
     for program in programs:
-        before, after = (load_rows(cell_dir(runs, dataset, split, program, f, CLEAN)) for f in (BEFORE, AFTER))
-        ids = sorted(set(before) & set(after))
-        if not ids:
-            continue
-        flags = [sum(flagged(rows[i]) for i in ids) for rows in (before, after)]
-        tokens = [sum((rows[i].get("trace") or {}).get("input_tokens", 0) for i in ids) / len(ids)
-                  for rows in (before, after)]
-        for metric in QUALITY:
-            names, statistic = statistic_for(metric, before[ids[0]]["scores"])
-            ours, theirs = paired_scores({i: after[i]["scores"] for i in ids}, {i: before[i]["scores"] for i in ids},
-                                         names)
-            values = [float(statistic(*arrays)) for arrays in (theirs, ours)]
-            lines.append(f"| {program} | {len(ids)} | {metric} | {values[0]:.3f} | {values[1]:.3f} | "
-                         f"{format_difference(paired_difference(ours, theirs, statistic))} | {flags[0]} / {flags[1]} | "
-                         f"{tokens[0]:,.0f} / {tokens[1]:,.0f} |")
+        cells = {f: load_rows(cell_dir(runs, dataset, split, program, f, CLEAN)) for f in FRAMINGS}
+        for framing, rows in cells.items():
+            ids = sorted(rows) if framing == BEFORE else sorted(set(rows) & set(cells[BEFORE]))
+            if not ids:
+                continue
+            cells_text = []
+            for metric in QUALITY:
+                names, statistic = statistic_for(metric, rows[ids[0]]["scores"])
+
+                ours = stacked(rows, ids, names)
+                value = float(statistic(*ours))
+                if framing == BEFORE:
+                    cells_text.append(f"{value:.3f} | reference")
+                    continue
+                difference = paired_difference(ours, stacked(cells[BEFORE], ids, names), statistic)
+                cells_text.append(f"{value:.3f} | {format_difference(difference)}")
+            tokens = sum((rows[i].get("trace") or {}).get("input_tokens", 0) for i in ids) / len(ids)
+            lines.append(f"| {program} | {framing} | {len(ids)} | {' | '.join(cells_text)} | "
+                         f"{sum(flagged(rows[i]) for i in ids)} | {tokens:,.0f} |")
     return lines
+
+
+def stacked(rows: dict[str, dict], ids: list[str], names: tuple[str, ...]) -> Any:
+    """The rows' scores ``names`` x ``ids`` as an array (a missing score counts 0, as in the reports)."""
+    import numpy as np
+
+    return np.array([[float(rows[i]["scores"].get(n, 0.0)) for i in ids] for n in names])
 
 
 def table(runs: Path, dataset: str, split: str, programs: list[str]) -> str:
@@ -197,14 +210,15 @@ def table(runs: Path, dataset: str, split: str, programs: list[str]) -> str:
 
     canaries = ", ".join(f"{a.kind} `{a.canary}`" for a in ATTACKS.values())
     return "\n".join([
-        "Attack success (the attack's canary appears in the long answer or a reading), per program and attack kind, "
-        "on the questions both framings answered. Before = passages as plain numbered lines (the framing until "
-        "this defence); after = the default quoted framing (untrusted-text note, `<passage>` tags, defused "
-        "look-alikes). \"Shown\" counts answers written from a set holding the planted passage (rerankers may drop "
-        "it); \"flagged\" counts followed answers the trace's flags caught.", "",
+        "Attack success (the attack's canary appears in the long answer or a reading) per program, attack kind and "
+        "passage framing: `plain` = numbered lines, the framing before the defence; `quoted` = untrusted-text note, "
+        "`<passage>` tags and defused look-alikes; `screened` (the default) = quoted, with instruction-like passages "
+        "withheld. Each framing's Δ is paired with `plain` on the questions both answered (fewer followed answers "
+        "is \"better\"). \"Shown\": answers written from a set holding the planted passage (a reranker may drop it); "
+        "\"followed and flagged\": followed answers whose trace flags caught them (`disambig.programs.flags`).", "",
         *attack_table(runs, dataset, split, programs), "",
-        f"Canaries: {canaries}. Intervals: 95% percentile bootstrap (9,999 resamples, seed 0); Δ is paired.", "",
-        "Clean questions (no planted passage), before and after the defence:", "",
+        f"Canaries: {canaries}. Intervals: 95% percentile bootstrap (9,999 resamples, seed 0).", "",
+        "Clean questions (no planted passage), per framing, paired with `plain`:", "",
         *quality_table(runs, dataset, split, programs)])
 
 
@@ -218,7 +232,7 @@ def main() -> None:
     answer.add_argument("--limit", type=int, default=30)
     answer.add_argument("--retriever", default=None)
     answer.add_argument("--attacks", default="clean,override,ignore")
-    answer.add_argument("--framings", default=f"{BEFORE},{AFTER}")
+    answer.add_argument("--framings", default=",".join(FRAMINGS))
     answer.add_argument("--stages", type=lambda s: [int(x) for x in s.split(",")], default=[10, 20])
     answer.add_argument("--rank", type=int, default=1)
     answer.add_argument("--threads", type=int, default=None)

@@ -10,6 +10,7 @@ from disambig.evaluation.records import ResultLog
 from disambig.evaluation.runner import run_questions
 from disambig.lm.adapter import CompactJSONAdapter
 from disambig.programs import build_program
+from disambig.programs.context import WITHHELD, passage_framing
 from disambig.retrieval.passage import Passage
 
 QUESTION = "Who has the most goals in world football?"
@@ -106,7 +107,15 @@ def test_instructions_inside_a_passage_are_data_not_commands():
     assert attacked.trace["notes"]["grade"] == clean.trace["notes"]["grade"]
     assert "p9" in {p["id"] for p in attacked.passages}
     assert [i["answer"] for i in attacked.interpretations] == [i["answer"] for i in clean.interpretations]
-    # the passage reaches the LM only inside the passages field, after the instruction it cannot replace
+    # by default (screened) its text never reaches the LM: its number is kept, its text withheld
+    assert not [user for _, user in engine.calls if "Ignore the question" in user]
+    assert all(WITHHELD in user for _, user in engine.calls if user.startswith("passages:"))
+    # quoted, it reaches the LM only inside the passages field, after the instruction it cannot replace
+    lm, engine = scripted_lm(rules({MEN: "Yes", WOMEN: "Yes"}))
+    dspy.configure(lm=lm, adapter=CompactJSONAdapter())
+    with passage_framing("quoted"):
+        build_program("diva", retriever=FakeRetriever([injected, *CORPUS]), embedder=FakeEmbedder(), k=2)(
+            question=QUESTION)
     texts = [user for _, user in engine.calls if "Ignore the question" in user]
     assert texts and all(user.startswith("passages:") for user in texts)
 
