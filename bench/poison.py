@@ -172,8 +172,8 @@ def quality_table(runs: Path, dataset: str, split: str, programs: list[str]) -> 
     from disambig.evaluation.paired import format_difference, paired_difference, statistic_for
 
     header = " | ".join(f"{m} | Δ {m} vs plain [95% CI]" for m in QUALITY)
-    lines = [f"| program | framing | n | {header} | flagged | input tokens/q |",
-             "|---|---|---|" + "---|---|" * len(QUALITY) + "---|---|"]
+    lines = [f"| program | framing | n | {header} | flagged | input tokens/q | control flow |",
+             "|---|---|---|" + "---|---|" * len(QUALITY) + "---|---|---|"]
     for program in programs:
         cells = {f: load_rows(cell_dir(runs, dataset, split, program, f, CLEAN)) for f in FRAMINGS}
         for framing, rows in cells.items():
@@ -193,7 +193,7 @@ def quality_table(runs: Path, dataset: str, split: str, programs: list[str]) -> 
                 cells_text.append(f"{value:.3f} | {format_difference(difference)}")
             tokens = sum((rows[i].get("trace") or {}).get("input_tokens", 0) for i in ids) / len(ids)
             lines.append(f"| {program} | {framing} | {len(ids)} | {' | '.join(cells_text)} | "
-                         f"{sum(flagged(rows[i]) for i in ids)} | {tokens:,.0f} |")
+                         f"{sum(flagged(rows[i]) for i in ids)} | {tokens:,.0f} | {control([rows[i] for i in ids])} |")
     return lines
 
 
