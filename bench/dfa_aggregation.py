@@ -22,7 +22,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from rescore import markers, raw_rows, replace_section
+from rescore import difference_cell, markers, raw_rows, replace_section
 
 MODES = {"greedy": {"greedy_batching": True}, "per-cluster": {"greedy_batching": False}}
 FIRST_MODE = next(iter(MODES))  # the reference of the paired NACE intervals
@@ -121,12 +121,9 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
 
 def nace_difference(picked: list[dict[str, Any]], greedy: dict[str, dict[str, float]], mode: str) -> str:
     """The paired-bootstrap cell of a mode's NACE difference to greedy batching (lower NACE is better)."""
-    from disambig.evaluation.paired import format_difference, paired_difference, paired_scores
-
     if mode == FIRST_MODE:
         return "reference"
-    ours, theirs = paired_scores({r["id"]: {"nace": r["nace"]} for r in picked}, greedy, ["nace"])
-    return format_difference(paired_difference(ours, theirs, higher_is_better=False))
+    return difference_cell({r["id"]: {"nace": r["nace"]} for r in picked}, greedy, "nace", higher_is_better=False)
 
 
 def section(rows: list[dict[str, Any]], command: str) -> str:

@@ -60,15 +60,6 @@ def score(predictions: list[dict], dataset: str) -> tuple[dict[str, float], dict
     return result.metrics, {q["id"]: q["scores"] for q in result.per_question}
 
 
-def difference(scores: dict[str, dict[str, float]], reference: dict[str, dict[str, float]], metric: str) -> str:
-    """The paired-bootstrap cell of ``metric``'s difference to ``reference`` on the questions both hold."""
-    from disambig.evaluation.paired import format_difference, paired_difference, paired_scores, statistic_for
-
-    names, statistic = statistic_for(metric, next(iter(reference.values())))
-    ours, theirs = paired_scores(scores, reference, names)
-    return format_difference(paired_difference(ours, theirs, statistic))
-
-
 def kind_of(dataset: str) -> str:
     """The dataset's kind (asqa or ambignq) as the scorer reads it."""
     from disambig.cli.score_cmd import load_questions
@@ -100,12 +91,10 @@ def main() -> None:
     primary = PRIMARY[kind_of(dataset)]
     lines, names = [], None
 
-    def cell(per_question: dict[str, dict[str, float]], label: str) -> str:
-        if reference is None:
-            return ""
-        if label == reference:
-            return " reference |"
-        return f" {difference(per_question, compared[reference][1], primary)} |"
+    def cell(per_question: dict[str, dict[str, float]]) -> str:
+        from rescore import difference_cell
+
+        return "" if reference is None else f" {difference_cell(per_question, compared[reference][1], primary)} |"
 
     for partial in GRID:
         # Useful also takes the RAC path: keep it at or above the row's threshold, so a row is "RAC iff some
@@ -116,14 +105,14 @@ def main() -> None:
         answered = (counts["Useful"] + counts["PartialUseful"]) / max(1, len(predictions))
         lines.append(f"| {partial:.2f} | {len(predictions)} | {counts['Useful']}/{counts['PartialUseful']}/"
                      f"{counts['Useless']} | {answered:.0%} | " + " | ".join(f"{metrics[n]:.3f}" for n in names) +
-                     " |" + cell(per_question, ""))
+                     " |" + cell(per_question))
     extra = f" Δ {primary} vs {reference} [95% CI] |" if reference else ""
     print("| PartialUseful threshold | n | grades U/P/L | from retrieval | " + " | ".join(names or []) + " |" + extra)
     print("|" + "---|" * (4 + len(names or []) + bool(reference)))
     print("\n".join(lines))
     for label, (metrics, per_question) in compared.items():
         cells = " | ".join(f"{metrics[n]:.3f}" for n in names or [])
-        print(f"| {label} | {len(per_question)} | – | – | {cells} |" + cell(per_question, label))
+        print(f"| {label} | {len(per_question)} | – | – | {cells} |" + cell(per_question))
     if args.check:
         actual = rows(args.check)
         predictions, _ = compose(diva, rac, closed, args.useful, args.partial)

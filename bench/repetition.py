@@ -37,22 +37,20 @@ def run_row(run: Path, ngram: int, repeats: int) -> dict:
     cut_words = [len(r["long_answer"].split()) for r in cut_rows]
     return {"run": run.name, "dataset": kind, "n": len(rows), "looping": loops, "words": sum(words) / len(rows),
             "words_guarded": sum(cut_words) / len(rows), "before": before, "after": after,
-            "delta": difference(*(result.per_question for result in scored), PRIMARY[kind])}
+            "delta": guard_difference(*(result.per_question for result in scored), PRIMARY[kind])}
 
 
 PRIMARY = {"asqa": "dr", "ambignq": "ambigqa-f1"}  # the metric of each row's paired interval
 
 
-def difference(before: list[dict], after: list[dict], metric: str) -> str:
+def guard_difference(before: list[dict], after: list[dict], metric: str) -> str:
     """The paired-bootstrap cell of ``metric``'s change from the stored answers to their guarded cut."""
-    from disambig.evaluation.paired import format_difference, paired_difference, statistic_for
+    from rescore import difference_cell
 
-    names, statistic = statistic_for(metric, before[0]["scores"])
+    def by_id(per_question: list[dict]) -> dict[str, dict[str, float]]:
+        return {q["id"]: q["scores"] for q in per_question}
 
-    def arrays(per_question: list[dict]) -> list[list[float]]:
-        return [[float(q["scores"].get(n, 0.0)) for q in per_question] for n in names]
-
-    return f"{metric} " + format_difference(paired_difference(arrays(after), arrays(before), statistic))
+    return f"{metric} " + difference_cell(by_id(after), by_id(before), metric)
 
 
 def markdown(rows: list[dict], ngram: int, repeats: int) -> str:

@@ -18,6 +18,8 @@ import argparse
 import json
 from pathlib import Path
 
+from rescore import difference_cell
+
 from disambig.lm.repetition import guarded, loop_cut
 
 METRICS = {"asqa": ["rouge-l", "d-f1", "dr"], "ambignq": ["ambigqa-f1", "d-f1"]}
@@ -35,15 +37,15 @@ def long_answer(row: dict) -> str:
     return (row.get("prediction") or {}).get("long_answer") or ""
 
 
-def score(rows: list[dict], dataset: str) -> tuple[dict[str, float], str, list[dict[str, float]]]:
-    """The dataset's metrics of ``rows`` (eval result rows), the dataset's kind, and each row's scores."""
+def score(rows: list[dict], dataset: str) -> tuple[dict[str, float], str, dict[str, dict[str, float]]]:
+    """The dataset's metrics of ``rows`` (eval result rows), the dataset's kind, and each question's scores by id."""
     from disambig.cli.score_cmd import build_metrics, flatten_result, load_questions
     from disambig.evaluation.scoring import score_predictions
 
     examples, kind = load_questions(dataset)
     metrics = build_metrics([], kind, None, None)
     result = score_predictions([flatten_result(r) for r in rows], examples, metrics)
-    return result.metrics, kind, [q["scores"] for q in result.per_question]
+    return result.metrics, kind, {q["id"]: q["scores"] for q in result.per_question}
 
 
 def summary(label: str, rows: list[dict], dataset: str, traced: bool) -> dict:
@@ -78,7 +80,7 @@ def table(stored: Path, measured: dict[str, Path]) -> str:
     for r in rows:
         cuts = "-" if r["cuts"] is None else f"{r['cuts'][0]} / {r['cuts'][1]}"
         values = " | ".join(f"{r['metrics'][m]:.3f}" for m in names)
-        delta = "reference" if r is rows[0] else difference(r["scores"], rows[0]["scores"], primary)
+        delta = difference_cell(r["scores"], rows[0]["scores"], primary)
         lines.append(f"| {r['label']} | {r['looping']} | {cuts} | {r['words']:.0f} | {values} | {delta} |")
     steady = [i for i in ids if loop_cut(long_answer(base[i])) is None]
     for label, run in runs.items():
@@ -88,17 +90,6 @@ def table(stored: Path, measured: dict[str, Path]) -> str:
                      f"questions; equal to the stored one on {kept} of the {len(steady)} whose stored answer does not "
                      "loop.")
     return "\n".join(lines)
-
-
-def difference(scores: list[dict[str, float]], reference: list[dict[str, float]], metric: str) -> str:
-    """The paired-bootstrap cell of ``metric``'s difference between two runs' per-question scores (same order)."""
-    from disambig.evaluation.paired import format_difference, paired_difference, statistic_for
-
-    names, statistic = statistic_for(metric, reference[0])
-    def arrays(rows: list[dict[str, float]]) -> list[list[float]]:
-        return [[float(r.get(n, 0.0)) for r in rows] for n in names]
-
-    return format_difference(paired_difference(arrays(scores), arrays(reference), statistic))
 
 
 def main() -> None:

@@ -40,7 +40,8 @@ def cut_short(a: dict, b: dict) -> bool:
 
 def compare(run: Path, runs: Path, dataset: str, metric: str, decisions: dict[str, str]) -> str:
     """The markdown table of the end-to-end run against its composition, and its notes."""
-    from disambig.evaluation.paired import format_difference, paired_difference, statistic_for
+    from rescore import difference_cell
+
     from disambig.optimizers.route_eval import corpus_score
     from disambig.optimizers.route_labels import Outcome
 
@@ -56,17 +57,12 @@ def compare(run: Path, runs: Path, dataset: str, metric: str, decisions: dict[st
     if not ids:
         raise SystemExit(f"no question of {run} has a stored answer of its chosen candidate under {runs}")
     composed = {i: stored[chosen[i]][i] if chosen[i] else {"scores": {}, "prediction": {}, "trace": {}} for i in ids}
-    names, statistic = statistic_for(metric, e2e[ids[0]]["scores"])
-
-    def arrays(rows: dict[str, dict]) -> list[list[float]]:
-        return [[float(rows[i]["scores"].get(n, 0.0)) for i in ids] for n in names]
-
     def calls(rows: dict[str, dict]) -> float:
         return sum(float((rows[i].get("trace") or {}).get("lm_calls", 0)) for i in ids) / len(ids)
 
     identical = sum(same_answer(e2e[i].get("prediction") or {}, composed[i]["prediction"]) for i in ids)
     shorter = sum(cut_short(e2e[i].get("prediction") or {}, composed[i]["prediction"]) for i in ids)
-    diff = format_difference(paired_difference(arrays(e2e), arrays(composed), statistic))
+    diff = difference_cell({i: e2e[i]["scores"] for i in ids}, {i: composed[i]["scores"] for i in ids}, metric)
     commits = sorted({str((e2e[i].get("code") or {}).get("commit", ""))[:7] for i in ids})
     lines = [f"| answers | {metric} | Δ vs composed [95% CI] | LM calls/q |", "|---|---|---|---|"]
     for label, rows, cell in (("route, end to end", e2e, diff), ("composed from stored candidate runs", composed,

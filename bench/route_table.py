@@ -26,7 +26,8 @@ def load_rows(folder: Path) -> dict[str, dict]:
 
 def table(decisions: list[dict], runs: Path, dataset: str, metric: str, extra: list[str]) -> str:
     """The markdown table and its notes."""
-    from disambig.evaluation.paired import format_difference, paired_difference, statistic_for
+    from rescore import difference_cell
+
     from disambig.optimizers.route_eval import corpus_score
     from disambig.optimizers.route_labels import Outcome, label_questions
     from disambig.programs.route.policy import answer_action
@@ -40,7 +41,6 @@ def table(decisions: list[dict], runs: Path, dataset: str, metric: str, extra: l
     if any(missing.values()):
         raise SystemExit(f"stored answers are missing: {({p: len(m) for p, m in missing.items() if m})}")
     scores = {p: {i: rows[i]["scores"] for i in ids} for p, rows in stored.items()}
-    names, statistic = statistic_for(metric, next(iter(scores[REFERENCE].values())))
     routed = {d["id"]: (scores[d["program"]][d["id"]] if d["program"] else {}) for d in decisions}
     outcomes = {answer_action(p): {i: Outcome(scores[p][i], cost(stored[p][i])[0]) for i in ids}
                 for p in programs if p in candidates}
@@ -51,18 +51,11 @@ def table(decisions: list[dict], runs: Path, dataset: str, metric: str, extra: l
     rows["oracle"] = (oracle, [cost(stored[oracle_labels[i][len("answer:"):]][i]) for i in ids])
     best = max(programs, key=lambda p: corpus_score(metric, [Outcome(scores[p][i], 0) for i in ids]))
 
-    def arrays(by_id: dict[str, dict]) -> list[list[float]]:
-        return [[float(by_id[i].get(n, 0.0)) for i in ids] for n in names]
-
     lines = [f"| row | {metric} | Δ vs {REFERENCE} [95% CI] | Δ vs best single ({best}) [95% CI] | LM calls/q | "
              "tokens/q |", "|---|---|---|---|---|---|"]
     for label, (by_id, costs) in rows.items():
         value = corpus_score(metric, [Outcome(by_id[i], 0) for i in ids])
-        cells = []
-        for ref in (REFERENCE, best):
-            same = label == ref
-            cells.append("reference" if same else format_difference(paired_difference(
-                arrays(by_id), arrays(scores[ref]), statistic)))
+        cells = [difference_cell(by_id, scores[ref], metric) for ref in (REFERENCE, best)]
         calls = sum(c for c, _ in costs) / len(ids)
         tokens = sum(t for _, t in costs) / len(ids)
         lines.append(f"| {label} | {value:.3f} | {cells[0]} | {cells[1]} | {calls:.2f} | {tokens:,.0f} |")
