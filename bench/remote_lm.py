@@ -1,0 +1,274 @@
+"""Remote LM: a program in-process against the same model behind `disambig lm serve`, at 1, 2 and 4 requests at once.
+
+    python bench/remote_lm.py --program vanilla-rag --limit 20            # every setting, 4 questions at a time
+    python bench/remote_lm.py --program verdict --settings inproc served-1 served-2-pc2 served-4-pc4
+    python bench/remote_lm.py --report-only --program vanilla-rag verdict --results docs/benchmarks.md
+
+Each setting is one resumable `disambig eval` folder, OUT/PROGRAM/SETTING, on the first --limit ASQA dev questions
+(hybrid retrieval over the wiki slice, the default LM, no response cache, repetition guard off: the served engine has
+none, so all settings decode alike). The settings run round robin, --chunk questions at a time (all settings answer
+questions 1-4, then 5-8, ...), so a change in the machine's load falls on every setting alike; a stopped run goes on
+where it stopped. A served setting starts `disambig lm serve --parallel P --threads 2` on a free loopback port for
+its chunk (each of the P workers gets max(1, 2 // P) threads) and stops it after; `disambig eval` then sends Q
+questions at once (`--threads Q`) and C calls at once inside a question (`--parallel-calls C`). In-process runs the
+model inside `eval` with both cores.
+
+Timing: while `eval` runs, this script notes when each new row appears in results.jsonl. A chunk's answering time is
+from the earliest (appearance - the row's own seconds) to the last appearance, so command start-up, index and model
+loading and the report are outside it; timing.jsonl keeps one line per chunk (questions, answering and wall seconds,
+load average, server start seconds, commit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# The installed command; DISAMBIG_BENCH_CLI (e.g. "python /tmp/wt.py") runs another checkout's code instead.
+DISAMBIG = shlex.split(os.environ.get("DISAMBIG_BENCH_CLI", "")) or [str(Path(sys.executable).with_name("disambig"))]
+CORES = 2
+BEGIN, END = "<!-- bench/remote_lm.py:{}:begin -->", "<!-- bench/remote_lm.py:{}:end -->"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """How one setting runs: server workers (0 = in-process), questions at once, calls at once inside a question."""
+
+    workers: int
+    questions: int
+    calls: int
+
+    def describe(self) -> str:
+        if not self.workers:
+            return f"in-process, {CORES} threads"
+        return (f"served, {self.workers} worker{'s' * (self.workers > 1)} × {max(1, CORES // self.workers)} "
+                f"thread{'s' * (CORES // self.workers > 1)}; {self.questions} question{'s' * (self.questions > 1)} "
+                f"× {self.calls} call{'s' * (self.calls > 1)} at once")
+
+
+SETTINGS = {
+    "inproc": Setting(0, 1, 1),
+    "served-1": Setting(1, 1, 1),
+    "served-2": Setting(2, 2, 1),
+    "served-4": Setting(4, 4, 1),
+    "served-2-pc2": Setting(2, 1, 2),
+    "served-4-pc4": Setting(4, 1, 4),
+}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def child_env() -> dict[str, str]:
+    """The environment of `eval` and the server: no response cache, no inherited LM or endpoint choice."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DISAMBIG_LM", "DISAMBIG_API_BASE", "DISAMBIG_THREADS")}
+    env.update({"DISAMBIG_LM_CACHE": "0", "HF_HUB_OFFLINE": "1", "OMP_WAIT_POLICY": "PASSIVE",
+                "TOKENIZERS_PARALLELISM": "false"})
+    return env
+
+
+@contextmanager
+def server(workers: int, log_path: Path) -> Iterator[tuple[str, str, float]]:
+    """`disambig lm serve` of the default model with ``workers`` workers; yields (api base, model id, start s)."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/v1"
+    start = time.monotonic()
+    with log_path.open("a") as log:
+        process = subprocess.Popen([*DISAMBIG, "lm", "serve", "--port", str(port), "--parallel", str(workers),
+                                    "--threads", str(CORES)], stdout=log, stderr=subprocess.STDOUT, env=child_env(),
+                                   start_new_session=True)
+    try:
+        model = wait_ready(process, url, log_path)
+        yield url, model, time.monotonic() - start
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+def wait_ready(process: subprocess.Popen, url: str, log_path: Path, timeout: float = 180) -> str:
+    """The model id the server lists, once it answers ``/models``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            sys.exit(f"the server exited with {process.returncode}; see {log_path}")
+        try:
+            with urllib.request.urlopen(f"{url}/models", timeout=2) as reply:
+                return json.load(reply)["data"][0]["id"]
+        except OSError:
+            time.sleep(0.2)
+    sys.exit(f"the server did not answer within {timeout:.0f} s; see {log_path}")
+
+
+def row_count(path: Path) -> int:
+    if not path.exists():
+        return 0
+    with path.open("rb") as f:
+        return sum(1 for line in f if line.endswith(b"\n"))
+
+
+def run_eval(program: str, folder: Path, limit: int, setting: Setting, lm: list[str]) -> dict:
+    """One `disambig eval` up to ``limit`` questions; when each new row appeared, and the command's wall time."""
+    folder.mkdir(parents=True, exist_ok=True)
+    results = folder / "results.jsonl"
+    before = row_count(results)
+    threads = CORES if not setting.workers else setting.questions
+    command = [*DISAMBIG, "eval", program, "--dataset", "asqa", "--split", "dev", "--limit", str(limit),
+               "--threads", str(threads), "--parallel-calls", str(setting.calls), "--repetition-guard", "off",
+               "--no-track", "--no-cache", "--out", str(folder), *lm]
+    start = time.monotonic()
+    appeared: list[float] = []
+    with (folder / "eval.log").open("a") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=child_env())
+        while process.poll() is None:
+            time.sleep(0.25)
+            seen = row_count(results) - before
+            appeared += [time.monotonic() - start] * (seen - len(appeared))
+    appeared += [time.monotonic() - start] * (row_count(results) - before - len(appeared))
+    if process.returncode:
+        sys.exit(f"eval exited with {process.returncode}; see {folder / 'eval.log'}")
+    rows = [json.loads(line) for line in results.read_text().splitlines()][before:]
+    began = min((t - row["trace"].get("seconds", 0.0) for t, row in zip(appeared, rows, strict=False)), default=0.0)
+    return {"questions": len(rows), "answering_s": round(max(appeared, default=0.0) - max(began, 0.0), 2),
+            "wall_s": round(time.monotonic() - start, 2), "code": code_of(rows)}
+
+
+def code_of(rows: list[dict]) -> str:
+    """The commit (``+dirty`` when uncommitted code ran) that answered ``rows``."""
+    stamps = {(row.get("code") or {}).get("commit", "?") + ("+dirty" if (row.get("code") or {}).get("dirty") else "")
+              for row in rows}
+    return ",".join(sorted(stamps))
+
+
+def run(program: str, names: list[str], limit: int, chunk: int, out: Path) -> None:
+    """Every setting up to ``limit`` questions, ``chunk`` at a time, round robin."""
+    for end in range(chunk, limit + chunk, chunk):
+        end = min(end, limit)
+        for name in names:
+            folder = out / program / name
+            if row_count(folder / "results.jsonl") >= end:
+                continue
+            setting = SETTINGS[name]
+            load = os.getloadavg()[0]
+            started = 0.0
+            if setting.workers:
+                with server(setting.workers, folder.parent / f"{name}-server.log") as (url, model, started):
+                    timing = run_eval(program, folder, end, setting, ["--lm", f"openai/{model}", "--api-base", url])
+            else:
+                timing = run_eval(program, folder, end, setting, ["--lm", "local"])
+            line = {"up_to": end, **timing, "load1": round(load, 2), "server_start_s": round(started, 2),
+                    "cpu": cpu_name()}
+            with (folder / "timing.jsonl").open("a") as f:
+                f.write(json.dumps(line) + "\n")
+            print(f"{program} {name} up to {end}: {timing}", flush=True)
+
+
+def cpu_name() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def summary(folder: Path) -> dict | None:
+    """A setting's figures from its stored rows and timings."""
+    if not (folder / "timing.jsonl").exists():
+        return None
+    rows = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+    timings = [json.loads(line) for line in (folder / "timing.jsonl").read_text().splitlines()]
+    seconds = sorted(row["trace"]["seconds"] for row in rows)
+    answering = sum(t["answering_s"] for t in timings)
+    return {
+        "rows": rows, "n": len(rows), "failed": sum(bool(row.get("error")) for row in rows),
+        "per_minute": 60 * sum(t["questions"] for t in timings) / answering if answering else 0.0,
+        "p50": statistics.median(seconds), "p95": seconds[min(len(seconds) - 1, round(0.95 * (len(seconds) - 1)))],
+        "tokens": statistics.mean(row["trace"]["input_tokens"] + row["trace"]["output_tokens"] for row in rows),
+        "calls": statistics.mean(row["trace"]["lm_calls"] for row in rows),
+        "load": (min(t["load1"] for t in timings), max(t["load1"] for t in timings)),
+        "commits": sorted({t["code"] for t in timings if t["code"]}), "cpu": timings[-1]["cpu"],
+    }
+
+
+def answer_of(row: dict) -> str:
+    prediction = row.get("prediction") or {}
+    return json.dumps([prediction.get("long_answer"), prediction.get("interpretations")], sort_keys=True)
+
+
+def table(program: str, out: Path, shown: Path) -> str:
+    """The markdown table of one program's settings, each compared with in-process on the questions both answered."""
+    figures = {name: summary(out / program / name) for name in SETTINGS}
+    figures = {name: f for name, f in figures.items() if f}
+    if not figures:
+        return f"No stored runs of {program} under {out}.\n"
+    reference = {row["id"]: answer_of(row) for row in figures.get("inproc", {"rows": []})["rows"]}
+    lines = [f"{program}:", "",
+             "| setting | how | questions | questions/min | p50 s | p95 s | LM calls/q | tokens/q | same answer as "
+             "in-process | load (1-min) |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for name, f in figures.items():
+        both = [row for row in f["rows"] if row["id"] in reference]
+        same = sum(answer_of(row) == reference[row["id"]] for row in both)
+        failed = f" ({f['failed']} failed)" if f["failed"] else ""
+        lines.append(f"| {name} | {SETTINGS[name].describe()} | {f['n']}{failed} | {f['per_minute']:.2f} | "
+                     f"{f['p50']:.1f} | {f['p95']:.1f} | {f['calls']:.2f} | {f['tokens']:,.0f} | "
+                     f"{same} of {len(both)} | {f['load'][0]:.1f}-{f['load'][1]:.1f} |")
+    commits = sorted({c for f in figures.values() for c in f["commits"]})
+    cpu = next(iter(figures.values()))["cpu"]
+    lines += ["", f"CPU: {cpu}; code {', '.join(commits)}; rows in `{shown / program}`."]
+    return "\n".join(lines) + "\n"
+
+
+def replace_section(path: Path, name: str, text: str) -> None:
+    begin, end = BEGIN.format(name), END.format(name)
+    document = path.read_text()
+    if begin not in document or end not in document:
+        sys.exit(f"{path} has no {begin} ... {end} markers; add them where the table belongs")
+    head, rest = document.split(begin, 1)
+    path.write_text(head + begin + "\n" + text + end + rest.split(end, 1)[1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--program", nargs="+", default=["vanilla-rag"])
+    parser.add_argument("--settings", nargs="+", choices=sorted(SETTINGS),
+                        default=["inproc", "served-1", "served-2", "served-4"])
+    parser.add_argument("--limit", type=int, default=20)
+    parser.add_argument("--chunk", type=int, default=4)
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "remote-lm")
+    parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--results", type=Path, help="Markdown file with bench/remote_lm.py:PROGRAM markers")
+    args = parser.parse_args()
+    out = args.out.resolve()
+    for program in args.program:
+        if not args.report_only:
+            run(program, args.settings, args.limit, args.chunk, out)
+        text = table(program, out, out.relative_to(ROOT) if out.is_relative_to(ROOT) else out)
+        print(text)
+        if args.results:
+            command = "python bench/remote_lm.py --report-only --program " + " ".join(args.program)
+            replace_section(args.results, program, f"Generated by `{command} --results {args.results}`.\n\n{text}")
+
+
+if __name__ == "__main__":
+    main()
