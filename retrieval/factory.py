@@ -78,11 +78,28 @@ def ensure_index(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = 
     encoder = _embedder(embedder) if kind == "dense" else None
     folder = index_path(kind, corpus, cache_dir, encoder)
     if not force and not needs_build(kind, corpus, cache_dir, encoder, faiss_factory):
-        if kind == "dense" and search:
-            from disambig.retrieval.dense import store_search
+        return _kept(kind, folder, search)
+    from disambig.retrieval.build_lock import build_lock, lock_path
 
-            store_search(folder, search)
-        return folder
+    with build_lock(lock_path(folder)):  # another build of this index finishes first; it may leave nothing to do
+        if not force and not needs_build(kind, corpus, cache_dir, encoder, faiss_factory):
+            return _kept(kind, folder, search)
+        return _build(kind, corpus, folder, encoder, force, threads, progress, faiss_factory, search, shard_size,
+                      encode)
+
+
+def _kept(kind: str, folder: Path, search: SearchParams | None) -> Path:
+    """An up-to-date index, with the dense ``search`` parameters stored when given."""
+    if kind == "dense" and search:
+        from disambig.retrieval.dense import store_search
+
+        store_search(folder, search)
+    return folder
+
+
+def _build(kind: str, corpus: str, folder: Path, encoder: Any, force: bool, threads: int, progress: Progress | None,
+           faiss_factory: str | None, search: SearchParams | None, shard_size: int, encode: Any) -> Path:
+    """``ensure_index``'s build, under the index's lock: a re-index from stored vectors, else a streamed build."""
     if kind == "dense" and not force and faiss_factory and folder.is_dir():
         from disambig.retrieval.dense import reindex
 
