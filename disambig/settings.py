@@ -5,8 +5,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from typing import Any, Literal, get_args
 
 ENV_PREFIX = "DISAMBIG_"
+PassageFraming = Literal["screened", "quoted", "plain"]
+PASSAGE_FRAMINGS: tuple[PassageFraming, ...] = get_args(PassageFraming)
+"""How retrieved passages are shown to the LM (``disambig.programs.context``); the first is the default."""
 
 
 def _default_cache_dir() -> str:
@@ -45,6 +49,8 @@ class Settings:
         lm_timeout: seconds a remote LM request may take before it fails (and is retried).
         lm_retries: times a remote LM request that timed out, was refused (connection, HTTP 429) or failed on the
             server (HTTP 5xx) is sent again, after 1, 2, 4... s (or the server's ``Retry-After``).
+        passage_framing: how retrieved passages are shown to the LM: ``screened`` (default: quoted as untrusted
+            text, instruction-like passages withheld), ``quoted`` or ``plain`` (``disambig.programs.context``).
     """
 
     lm: str = "local"
@@ -62,6 +68,7 @@ class Settings:
     parallel_calls: int = 0
     lm_timeout: float = 600.0
     lm_retries: int = 3
+    passage_framing: str = PASSAGE_FRAMINGS[0]
 
     def with_overrides(self, **overrides: object) -> Settings:
         """Return a copy with every override that is not None applied."""
@@ -95,7 +102,18 @@ def load_settings(**overrides: object) -> Settings:
                          "least 0")
     if settings.repeat_penalty <= 0:
         raise ValueError(f"repeat_penalty={settings.repeat_penalty} must be positive; 1.0 turns it off")
+    if settings.passage_framing not in PASSAGE_FRAMINGS:
+        raise ValueError(f"passage framing {settings.passage_framing!r} (--passage-framing, "
+                         f"{ENV_PREFIX}PASSAGE_FRAMING) is unknown; choose one of {', '.join(PASSAGE_FRAMINGS)}")
     return settings
+
+
+def generation_overrides(settings: Settings) -> dict[str, Any]:
+    """The settings' repetition guard, penalty and passage framing where they differ from the defaults, for a run's
+    params (a run at the defaults records ``{}``, as before these settings existed, so its folder still resumes)."""
+    default = Settings()
+    return {name: getattr(settings, name) for name in ("repetition_guard", "repeat_penalty", "passage_framing")
+            if getattr(settings, name) != getattr(default, name)}
 
 
 def _coerce(name: str, raw: str, annotation: object) -> object:

@@ -38,6 +38,14 @@ def artifact_root(uri: str) -> str | None:
     return (Path(uri.removeprefix("sqlite:///")).resolve().parent / "mlartifacts").as_uri()
 
 
+def generation_params(params: dict[str, Any]) -> dict[str, Any]:
+    """The run's generation settings, each logged under its own name: those it set apart from the defaults
+    (repetition guard, penalty, passage framing), and the passage framing always (``screened`` unless set)."""
+    from disambig.settings import PASSAGE_FRAMINGS
+
+    return {"passage_framing": PASSAGE_FRAMINGS[0]} | dict(params.get("generation") or {})
+
+
 def log_eval_run(report: dict[str, Any], artifacts: list[Path], uri: str | None = None,
                  experiment: str = EXPERIMENT) -> str:
     """Log one evaluation run; return its MLflow run id."""
@@ -48,6 +56,7 @@ def log_eval_run(report: dict[str, Any], artifacts: list[Path], uri: str | None 
     name = f"{params.get('program')}-{params.get('dataset')}-{params.get('split')}"
     with mlflow.start_run(run_name=name) as run:
         mlflow.log_params({mlflow_key(k): str(v) for k, v in params.items()})
+        mlflow.log_params({mlflow_key(f"generation.{k}"): str(v) for k, v in generation_params(params).items()})
         numbers = {**report["metrics"], **report["efficiency"], "failures": report["failures"],
                    "questions": report["questions"]}
         mlflow.log_metrics({mlflow_key(k): float(v) for k, v in numbers.items()})

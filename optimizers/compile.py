@@ -14,6 +14,7 @@ from typing import Any
 from disambig.lm.spec import parse_spec
 from disambig.optimizers.artifact import save_artifact
 from disambig.optimizers.recipes import Budget, compile_kwargs, make_optimizer
+from disambig.settings import PASSAGE_FRAMINGS
 
 logger = logging.getLogger(__name__)
 VERSIONED = ("disambig", "dspy", "mlflow", "llama_cpp_python", "sentence-transformers", "faiss-cpu", "pyserini")
@@ -33,6 +34,7 @@ class CompileJob:
     name: str = ""
     knobs: dict[str, Any] = field(default_factory=dict)
     knob_trials: list[dict[str, Any]] = field(default_factory=list)
+    passage_framing: str = PASSAGE_FRAMINGS[0]  # how passages were shown while demos were bootstrapped and scored
 
     @property
     def artifact_name(self) -> str:
@@ -84,6 +86,7 @@ def compile_program(
         "lm": job.lm_spec,
         "lm_model": parse_spec(job.lm_spec).model_name,
         "retriever": job.retriever,
+        "passage_framing": job.passage_framing,
         "knobs": job.knobs,
         "knob_trials": job.knob_trials,
         "versions": package_versions(),

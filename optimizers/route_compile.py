@@ -45,6 +45,7 @@ def run_route_compile(settings: Settings, job: RouteJob, out: Path, progress: Pr
     from disambig.data import load_dataset
     from disambig.data.loaders import dataset_format, default_corpus
     from disambig.lm.runtime import build_lm, configure_dspy
+    from disambig.programs.context import passage_framing
     from disambig.programs.registry import PROGRAMS, with_format_option
     from disambig.programs.route import Route
     from disambig.programs.route.program import check_candidates
@@ -61,8 +62,9 @@ def run_route_compile(settings: Settings, job: RouteJob, out: Path, progress: Pr
     train = load_dataset(job.dataset, split="train", limit=job.n_train)
     heldout = load_dataset(job.dataset, split="dev", limit=job.n_val)
     configure_dspy(build_lm(settings))
-    outcomes = {split: {c: candidate_outcomes(settings, job, c, options[c], split, examples, retriever, corpus)
-                        for c in job.candidates} for split, examples in (("train", train), ("dev", heldout))}
+    with passage_framing(settings.passage_framing):  # after configure_dspy: a dspy.context holds the LM of its start
+        outcomes = {split: {c: candidate_outcomes(settings, job, c, options[c], split, examples, retriever, corpus)
+                            for c in job.candidates} for split, examples in (("train", train), ("dev", heldout))}
     detector = train_detector(retriever, job.detector_train, progress)
     policy, labels, fit_note = train_policy(job, retriever, detector, train, outcomes["train"], progress)
     route = Route(retriever, job.candidates, options, job.allow)
@@ -108,11 +110,13 @@ def answer_missing(settings: Settings, job: RouteJob, program: str, options: dic
     from disambig.evaluation.session import EvalConfig, run_eval
     from disambig.metrics import default_metrics, get_metric
     from disambig.programs import PROGRAMS, build_program
+    from disambig.settings import generation_overrides
 
     retrieves = PROGRAMS[program].needs_retriever  # scored and recorded as `disambig eval` does for this program
     names = [*default_metrics(dataset_format(job.dataset)), *(["mrecall@5"] if retrieves else [])]
     config = EvalConfig(program=program, dataset=job.dataset, split=split, limit=len(examples), lm=settings.lm,
-                        retriever=f"hybrid:{corpus}" if retrieves else "", metrics=tuple(names), options=options)
+                        retriever=f"hybrid:{corpus}" if retrieves else "", metrics=tuple(names), options=options,
+                        generation=generation_overrides(settings))
     logger.info("answering %s on %s/%s into %s", program, job.dataset, split, folder)
     program_ = build_program(program, retriever if retrieves else None, **options)
     run_eval(config, program_, examples, {n: get_metric(n) for n in names}, folder, track=False,
@@ -186,6 +190,7 @@ def build_manifest(job: RouteJob, settings: Settings, corpus: str, options: dict
         "train_labels": mix, "fit": fit_note, "detector_features": len(detector.model.features),
         "job": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(job).items()},
         "lm": settings.lm, "lm_model": parse_spec(settings.lm).model_name, "retriever": f"hybrid:{corpus}",
+        "passage_framing": settings.passage_framing,
         "versions": package_versions(), "created": datetime.now(UTC).isoformat(timespec="seconds"),
     }
 

@@ -42,7 +42,8 @@ class CompiledProgram(PythonModel):
     columns, lists of dicts, or a dict of columns (``disambig.optimizers.serving_input``).
 
     On a remote LM the records of one call are answered on up to ``DISAMBIG_THREADS`` threads at once (results in
-    record order); the in-process model answers them one after another."""
+    record order); the in-process model answers them one after another. Passages are framed as
+    ``DISAMBIG_PASSAGE_FRAMING`` says (``disambig serve --passage-framing``; default screened)."""
 
     def load_context(self, context: Any) -> None:
         from disambig.lm.parallel import question_workers
@@ -55,18 +56,20 @@ class CompiledProgram(PythonModel):
         self.lm = shared_lm(settings)
         self.adapter = default_adapter()
         self.workers = question_workers(self.lm, settings.threads)
+        self.framing = settings.passage_framing
 
     def predict(self, context, model_input, params=None):  # noqa: ANN001, ANN201 - MLflow infers schemas from hints
         import dspy
 
         from disambig.lm.parallel import ordered_map
+        from disambig.programs.context import DEFAULT_FRAMING, passage_framing
 
         try:
             records = request_records(model_input)
             check_questions(records)
         except ValueError as exc:
             raise BadRequest(str(exc)) from None
-        with dspy.context(lm=self.lm, adapter=self.adapter):
+        with dspy.context(lm=self.lm, adapter=self.adapter), passage_framing(getattr(self, "framing", DEFAULT_FRAMING)):
             return ordered_map(lambda record: _answer(self.program, record), records, getattr(self, "workers", 1))
 
 

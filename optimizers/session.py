@@ -44,6 +44,7 @@ def run_compile(
     from disambig.metrics import get_metric, is_judge_metric
     from disambig.programs import build_program
     from disambig.programs import retriever_kind as default_kind
+    from disambig.programs.context import passage_framing
     from disambig.programs.registry import with_format_option
 
     metric = None if is_judge_metric(metric_name) else get_metric(metric_name)  # unknown names fail before any work
@@ -61,15 +62,16 @@ def run_compile(
     if metric is None:  # a judge metric asks the judge LM (the program LM unless --judge-lm / DISAMBIG_JUDGE_LM)
         metric = get_metric(metric_name, judge_lm=build_lm(settings, settings.judge_lm) if settings.judge_lm else lm)
     knobs = with_format_option(program_name, dataset_format(dataset), options or {})  # ADF's style follows the data
-    trials_seen: list[dict[str, Any]] = []
-    if knob_trials:
-        knobs = search_knobs(program_name, retriever, trainset, metric, budget, knob_trials, knobs, trials_seen)
-    program = build_program(program_name, retriever=retriever, **knobs)
-    lms = {"lm": lm, "reflection_lm": build_lm(settings, reflection_lm) if reflection_lm else lm}
-    job = CompileJob(program_name, dataset, metric_name, optimizer, budget, settings.lm,
-                     f"{kind}:{corpus}" if kind else "", name, knobs, trials_seen)
-    hashes = {"train": ids_hash(trainset), "heldout": ids_hash(valset)}
-    result = compile_program(job, program, trainset, valset, metric, out, hashes, lms)
+    with passage_framing(settings.passage_framing):  # after configure_dspy: a dspy.context holds the LM of its start
+        trials_seen: list[dict[str, Any]] = []
+        if knob_trials:
+            knobs = search_knobs(program_name, retriever, trainset, metric, budget, knob_trials, knobs, trials_seen)
+        program = build_program(program_name, retriever=retriever, **knobs)
+        lms = {"lm": lm, "reflection_lm": build_lm(settings, reflection_lm) if reflection_lm else lm}
+        job = CompileJob(program_name, dataset, metric_name, optimizer, budget, settings.lm,
+                         f"{kind}:{corpus}" if kind else "", name, knobs, trials_seen, settings.passage_framing)
+        hashes = {"train": ids_hash(trainset), "heldout": ids_hash(valset)}
+        result = compile_program(job, program, trainset, valset, metric, out, hashes, lms)
     tracked: dict[str, str] = {}
     if track:
         from disambig.optimizers.tracking import log_compile_run

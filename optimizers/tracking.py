@@ -26,7 +26,8 @@ def log_compile_run(result: Any, uri: str | None = None, register: bool = True) 
     run_name = f"{manifest['program']}-{Path(manifest['dataset']).stem}-{manifest['optimizer']}"
     with mlflow.start_run(run_name=run_name) as run:
         mlflow.log_params({mlflow_key(k): _param(v) for k, v in manifest.items()
-                           if k in ("program", "dataset", "metric", "optimizer", "lm", "retriever", "fingerprint")})
+                           if k in ("program", "dataset", "metric", "optimizer", "lm", "retriever", "fingerprint",
+                                   "passage_framing")})
         mlflow.log_params({f"budget.{k}": v for k, v in manifest["budget"].items()})
         mlflow.log_metrics({"score_before": result.before, "score_after": result.after,
                             "score_gain": result.after - result.before})

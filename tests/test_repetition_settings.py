@@ -55,7 +55,7 @@ def test_build_lm_gives_the_engine_its_guard_and_penalty(tmp_path):
 
 
 def test_run_params_record_only_what_differs_from_the_defaults():
-    from disambig.cli.options import generation_overrides
+    from disambig.settings import generation_overrides
 
     assert generation_overrides(Settings()) == {}
     assert generation_overrides(Settings(repetition_guard="off", repeat_penalty=1.1)) == {

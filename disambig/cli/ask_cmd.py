@@ -37,12 +37,14 @@ def ask(
     decoding: str | None = options.DECODING,
     repetition_guard: str | None = options.REPETITION_GUARD,
     repeat_penalty: float | None = options.REPEAT_PENALTY,
+    passage_framing: str | None = options.PASSAGE_FRAMING,
     threads: int | None = options.THREADS,
     cache: bool | None = options.CACHE,
     option: list[str] = options.PROGRAM_OPTION,
 ) -> None:
     """Answer QUESTION with a program and print the interpretations, the answer, LM calls, tokens and latency."""
     from disambig.lm.runtime import build_lm, configure_dspy
+    from disambig.programs.context import passage_framing as framing
 
     if not question.strip():
         raise ValueError("question is empty; pass the question text as the first argument")
@@ -61,7 +63,8 @@ def ask(
     if interactive:
         _ask_the_user(module, program, console)
     configure_dspy(build_lm(settings))
-    prediction = module(question=question, **inputs)
+    with framing(settings.passage_framing):
+        prediction = module(question=question, **inputs)
     _show(console, question, prediction)
     if settings.lm_cache:
         console.print(f"LM response cache {options.cache_note(settings)}; calls answered from it are not counted")

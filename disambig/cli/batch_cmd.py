@@ -33,6 +33,7 @@ def batch(
     decoding: str | None = options.DECODING,
     repetition_guard: str | None = options.REPETITION_GUARD,
     repeat_penalty: float | None = options.REPEAT_PENALTY,
+    passage_framing: str | None = options.PASSAGE_FRAMING,
     threads: int | None = options.THREADS,
     cache: bool | None = options.CACHE,
     tracking_uri: str | None = options.TRACKING_URI,

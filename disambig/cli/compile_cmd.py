@@ -48,6 +48,7 @@ def compile_(
     decoding: str | None = options.DECODING,
     repetition_guard: str | None = options.REPETITION_GUARD,
     repeat_penalty: float | None = options.REPEAT_PENALTY,
+    passage_framing: str | None = options.PASSAGE_FRAMING,
     threads: int | None = options.THREADS,
     out: Path = typer.Option(Path("artifacts"), "--out", help="Artifact root folder."),
     track: bool = typer.Option(True, "--track/--no-track", help="Record the compile in MLflow."),

@@ -32,6 +32,7 @@ def evaluate(
     decoding: str | None = options.DECODING,
     repetition_guard: str | None = options.REPETITION_GUARD,
     repeat_penalty: float | None = options.REPEAT_PENALTY,
+    passage_framing: str | None = options.PASSAGE_FRAMING,
     judge_lm: str | None = typer.Option(None, "--judge-lm", help="LM for judge metrics (env DISAMBIG_JUDGE_LM)."),
     proxy_top: int | None = options.PROXY_TOP,
     proxy_retriever: str = options.PROXY_RETRIEVER,
@@ -51,7 +52,9 @@ def evaluate(
 ) -> None:
     """Run PROGRAM on a dataset split: progress, per-question JSONL (resumable), report.json, plot, MLflow run."""
     from disambig.evaluation.session import EvalConfig, run_eval
+    from disambig.programs.context import passage_framing as framing
     from disambig.run_setup import default_split, prepare_run
+    from disambig.settings import generation_overrides
 
     split = split or default_split(dataset)
     program_options = options.parse_program_options(option, program, artifact)
@@ -64,12 +67,12 @@ def evaluate(
                         judge_lm=run.judge_lm, retriever=run.retriever_name,
                         metrics=tuple(run.metrics), artifact=artifact,
                         cache=settings.lm_cache,  # the report says whether LM responses came from the cache
-                        options=run.options, proxy=proxy, generation=options.generation_overrides(settings))
+                        options=run.options, proxy=proxy, generation=generation_overrides(settings))
     out_dir = out or config.default_out()
     if engine != "local":
         run.program = _batch_answers(engine, artifact, program, run, out_dir, settings, master, partitions)
     console = wide_console()
-    with _progress(console) as progress:
+    with _progress(console) as progress, framing(settings.passage_framing):
         task = progress.add_task(f"{program} on {dataset}/{split}", total=len(run.examples))
         outcome = run_eval(config, run.program, examples, run.metrics, out_dir, threads=eval_workers(settings),
                            on_result=lambda _: progress.advance(task), track=track,

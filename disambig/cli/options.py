@@ -58,6 +58,23 @@ REPETITION_GUARD = typer.Option(None, "--repetition-guard", metavar="NxR|off",
 REPEAT_PENALTY = typer.Option(None, "--repeat-penalty",
                               help="llama.cpp's repetition penalty of the embedded LM (default 1.0, off; env "
                                    "DISAMBIG_REPEAT_PENALTY).")
+
+
+def _export_passage_framing(value: str | None) -> str | None:
+    """Make ``--passage-framing`` the run's ``DISAMBIG_PASSAGE_FRAMING``, which ``load_settings`` reads here and in
+    the processes the command starts (a served model, Spark executors); ``load_settings`` checks the name."""
+    import os
+
+    if value is not None:
+        os.environ["DISAMBIG_PASSAGE_FRAMING"] = value
+    return value
+
+
+PASSAGE_FRAMING = typer.Option(None, "--passage-framing", metavar="screened|quoted|plain",
+                               callback=_export_passage_framing,
+                               help="How retrieved passages are shown to the LM: screened (default: quoted as "
+                                    "untrusted text, passages that read as instructions withheld), quoted, or plain "
+                                    "(the numbered list of before the defences; env DISAMBIG_PASSAGE_FRAMING).")
 PROXY_TOP = typer.Option(None, "--proxy-top", min=1, metavar="N",
                          help="Judge interpretations that cite no passage against U_q: the top N passages "
                               "--proxy-retriever finds for the question, one list shared by every system "
@@ -120,15 +137,6 @@ def export_lm_roles(verifier_lm: str | None, decoding: str | None, repetition_gu
                         ("DISAMBIG_REPEAT_PENALTY", None if repeat_penalty is None else str(repeat_penalty))):
         if value is not None:
             os.environ[name] = value
-
-
-def generation_overrides(settings: Any) -> dict[str, Any]:
-    """The settings' repetition guard and penalty where they differ from the defaults, for a run's params."""
-    from disambig.settings import Settings
-
-    default = Settings()
-    return {name: getattr(settings, name) for name in ("repetition_guard", "repeat_penalty")
-            if getattr(settings, name) != getattr(default, name)}
 
 
 def cache_note(settings: Any) -> str:

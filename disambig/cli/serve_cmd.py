@@ -23,6 +23,7 @@ def serve(
     tracking_uri: str | None = options.TRACKING_URI,
     api_base: str | None = options.API_BASE,
     parallel_calls: int | None = options.PARALLEL_CALLS,
+    passage_framing: str | None = options.PASSAGE_FRAMING,
     timeout: int = typer.Option(1800, "--timeout", min=1,
                                 help="Seconds a request may take (MLflow's default, 60, is less than one DFA question "
                                      "on the embedded LM)."),
