@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +15,10 @@ class MalformedRowError(ConfigurationError):
     """A row could not be read; the message names the file and line."""
 
 
-def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line_number, row)``; a blank line is skipped, a broken one raises ``MalformedRowError``."""
-    for number, line in text_lines(path):
+def read_jsonl(path: Path, tap: Callable[[bytes], Any] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, row)``; a blank line is skipped, a broken one raises ``MalformedRowError``. ``tap``, if
+    given, sees every line's bytes as read (``text_lines``)."""
+    for number, line in text_lines(path, tap):
         if not line.strip():
             continue
         try:
@@ -31,13 +32,16 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         yield number, row
 
 
-def text_lines(path: Path) -> Iterator[tuple[int, str]]:
+def text_lines(path: Path, tap: Callable[[bytes], Any] | None = None) -> Iterator[tuple[int, str]]:
     """Yield ``(line_number, line)`` of a UTF-8 text file; a line that is not UTF-8 raises ``MalformedRowError``
-    naming the file, the line and the byte."""
+    naming the file, the line and the byte. ``tap``, if given, is called with each line's bytes as read, blank ones
+    included (so a ``hashlib`` object's ``update`` hashes the whole file in the same pass)."""
     if not path.is_file():
         raise ConfigurationError(f"file {str(path)!r} does not exist")
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, 1):
+            if tap is not None:
+                tap(raw)
             try:
                 line = raw.decode("utf-8-sig" if number == 1 else "utf-8")  # a leading byte-order mark is dropped
             except UnicodeDecodeError as exc:

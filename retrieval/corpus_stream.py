@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -11,8 +10,6 @@ from typing import Any, Literal
 from disambig.errors import ConfigurationError
 
 Format = Literal["jsonl", "parquet", "beir"]
-BLOCK = 1 << 18
-"""Bytes read at a time when hashing and counting (small: the memory budget of a build is a few shards)."""
 PARQUET_BATCH = 1024
 
 
@@ -44,40 +41,31 @@ def passages_file(corpus: str) -> tuple[Path, Format]:
     return path, "parquet" if path.suffix.lower() in (".parquet", ".pq") else "jsonl"
 
 
-def describe(corpus: str) -> CorpusSource:
-    """Hash ``corpus``'s file and count its passages in one pass (non-blank lines; Parquet: rows in its metadata)."""
-    file, fmt = passages_file(corpus)
-    digest, count = hashlib.sha256(), 0
-    with file.open("rb") as handle:
-        if fmt == "parquet":
-            for block in iter(lambda: handle.read(BLOCK), b""):
-                digest.update(block)
-            count = _parquet(file).metadata.num_rows
-        else:
-            for line in handle:
-                digest.update(line)
-                count += bool(line.strip())
-    return CorpusSource(str(file.resolve()), fmt, file.stat().st_size, digest.hexdigest(), count)
-
-
-def passages(corpus: str) -> Iterator[dict[str, str]]:
-    """The passages of ``corpus`` as ``{id, title, text}``, one at a time (BEIR ``_id`` becomes ``id``).
+def passages(corpus: str, tap: Callable[[bytes], Any] | None = None) -> Iterator[dict[str, str]]:
+    """The passages of ``corpus`` as ``{id, title, text}``, one at a time (BEIR ``_id`` becomes ``id``). ``tap``
+    sees a JSONL file's bytes as they are read (to hash it in the same pass); a Parquet file's rows are decoded by
+    pyarrow, so it sees nothing.
 
     Raises:
         MalformedRowError: a row is not JSON, lacks ``id`` or ``text``, or its ``text`` is not a string.
     """
     file, fmt = passages_file(corpus)
-    rows = _parquet_rows(file) if fmt == "parquet" else _jsonl_rows(file)
+    rows = _parquet_rows(file) if fmt == "parquet" else _jsonl_rows(file, tap)
     for where, row in rows:
         yield passage(row, where)
 
 
-def shards(corpus: str, size: int) -> Iterator[list[dict[str, str]]]:
-    """Consecutive lists of at most ``size`` passages of ``corpus``."""
+def parquet_rows(file: Path) -> int:
+    """Rows of a Parquet file, from its metadata."""
+    return int(_parquet(file).metadata.num_rows)
+
+
+def shards(corpus: str, size: int, tap: Callable[[bytes], Any] | None = None) -> Iterator[list[dict[str, str]]]:
+    """Consecutive lists of at most ``size`` passages of ``corpus`` (``tap`` as in ``passages``)."""
     if size < 1:
         raise ConfigurationError(f"shard size={size} must be at least 1 passage")
     shard: list[dict[str, str]] = []
-    for row in passages(corpus):
+    for row in passages(corpus, tap):
         shard.append(row)
         if len(shard) == size:
             yield shard
@@ -98,10 +86,10 @@ def passage(row: dict[str, Any], where: str) -> dict[str, str]:
     return {"id": str(row["id"]), "title": str(row.get("title") or ""), "text": row["text"]}
 
 
-def _jsonl_rows(file: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+def _jsonl_rows(file: Path, tap: Callable[[bytes], Any] | None) -> Iterator[tuple[str, dict[str, Any]]]:
     from disambig.data.jsonl import read_jsonl
 
-    for number, row in read_jsonl(file):
+    for number, row in read_jsonl(file, tap):
         yield f"{file}:{number}", row
 
 

@@ -13,7 +13,7 @@ from disambig.retrieval.bm25 import PREBUILT
 from disambig.retrieval.faiss_index import SearchParams
 from disambig.retrieval.fusion import RRF_K
 from disambig.retrieval.progress import LoggedProgress
-from disambig.retrieval.store import SHARD_SIZE, build_index, index_dir, read_index
+from disambig.retrieval.store import SHARD_SIZE, build_index, index_dir, known_index_dir, read_index, work_dir
 
 logger = logging.getLogger(__name__)
 EXPANDED_KINDS = ("amd-sparse", "amd-dense", "amd-rrf", "q2d-sparse", "q2d-dense", "q2c-sparse", "q2c-dense",
@@ -30,21 +30,26 @@ CACHEABLE_KINDS = ("bm25", "dense", "hybrid")
 def index_path(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = None) -> Path:
     """The folder of one ``bm25`` or ``dense`` index; the encoder's name is part of a dense index's key."""
     _check_kind(kind, INDEX_KINDS)
-    params = {"encoder": encoder_name(_embedder(embedder))} if kind == "dense" else {}
-    return index_dir(cache_dir, corpus, kind, params)
+    return index_dir(cache_dir, corpus, kind, _params(kind, embedder))
 
 
 def needs_build(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = None,
                 faiss_factory: str | None = None) -> bool:
-    """Whether ``ensure_index`` would build: no index yet, or a dense one of another ``faiss_factory`` than asked."""
-    folder = index_path(kind, corpus, cache_dir, embedder)
-    if not folder.is_dir():
+    """Whether ``ensure_index`` would build: no index yet, or a dense one of another ``faiss_factory`` than asked.
+    A corpus never indexed under its name is not hashed first: its build hashes it as it reads it."""
+    _check_kind(kind, INDEX_KINDS)
+    folder = known_index_dir(cache_dir, corpus, kind, _params(kind, embedder))
+    if folder is None or not folder.is_dir():
         return True
     if kind != "dense" or not faiss_factory:
         return False
     from disambig.retrieval.dense import built_factory
 
     return built_factory(folder) != faiss_factory.strip()
+
+
+def _params(kind: str, embedder: Any) -> dict[str, Any]:
+    return {"encoder": encoder_name(_embedder(embedder))} if kind == "dense" else {}
 
 
 def ensure_index(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = None, force: bool = False,
@@ -76,15 +81,14 @@ def ensure_index(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = 
 
         return BM25Retriever.prebuilt(corpus.removeprefix(PREBUILT)).folder
     encoder = _embedder(embedder) if kind == "dense" else None
-    folder = index_path(kind, corpus, cache_dir, encoder)
     if not force and not needs_build(kind, corpus, cache_dir, encoder, faiss_factory):
-        return _kept(kind, folder, search)
+        return _kept(kind, index_path(kind, corpus, cache_dir, encoder), search)
     from disambig.retrieval.build_lock import build_lock, lock_path
 
-    with build_lock(lock_path(folder)):  # another build of this index finishes first; it may leave nothing to do
-        if not force and not needs_build(kind, corpus, cache_dir, encoder, faiss_factory):
-            return _kept(kind, folder, search)
-        return _build(kind, corpus, folder, encoder, force, threads, progress, faiss_factory, search, shard_size,
+    with build_lock(lock_path(work_dir(cache_dir, corpus, kind, _params(kind, encoder)))):
+        if not force and not needs_build(kind, corpus, cache_dir, encoder, faiss_factory):  # built while we waited
+            return _kept(kind, index_path(kind, corpus, cache_dir, encoder), search)
+        return _build(kind, corpus, cache_dir, encoder, force, threads, progress, faiss_factory, search, shard_size,
                       encode)
 
 
@@ -97,26 +101,29 @@ def _kept(kind: str, folder: Path, search: SearchParams | None) -> Path:
     return folder
 
 
-def _build(kind: str, corpus: str, folder: Path, encoder: Any, force: bool, threads: int, progress: Progress | None,
-           faiss_factory: str | None, search: SearchParams | None, shard_size: int, encode: Any) -> Path:
+def _build(kind: str, corpus: str, cache_dir: str | Path, encoder: Any, force: bool, threads: int,
+           progress: Progress | None, faiss_factory: str | None, search: SearchParams | None, shard_size: int,
+           encode: Any) -> Path:
     """``ensure_index``'s build, under the index's lock: a re-index from stored vectors, else a streamed build."""
-    if kind == "dense" and not force and faiss_factory and folder.is_dir():
+    folder = known_index_dir(cache_dir, corpus, kind, _params(kind, encoder))
+    if kind == "dense" and not force and faiss_factory and folder is not None and folder.is_dir():
         from disambig.retrieval.dense import reindex
 
         if reindex(folder, faiss_factory.strip(), search):  # another factory: the stored vectors, not re-encoded
             logger.info("rebuilt the dense index of %s as %s from its stored vectors", corpus, faiss_factory)
             return folder
-    logger.info("building the %s index of %s in %s (once; later runs reuse it)", kind, corpus, folder)
+    logger.info("building the %s index of %s in %s (once; later runs reuse it)", kind, corpus,
+                Path(cache_dir) / "indexes")
     progress = progress or LoggedProgress(f"{kind} index of {corpus}", "passages encoded" if kind == "dense"
                                           else "passages indexed")
     if kind == "bm25":
         from disambig.retrieval.bm25 import write_lucene
 
-        return build_index(folder, corpus, kind, {}, lambda tmp, ps, tick: write_lucene(tmp, ps, tick, threads),
+        return build_index(cache_dir, corpus, kind, {}, lambda tmp, ps, tick: write_lucene(tmp, ps, tick, threads),
                            progress, fresh=force, shard_size=shard_size)
     from disambig.retrieval.dense import write_faiss
 
-    return build_index(folder, corpus, kind, {"encoder": encoder_name(encoder)},
+    return build_index(cache_dir, corpus, kind, _params(kind, encoder),
                        lambda tmp, ps, tick: write_faiss(tmp, ps, encoder, tick, faiss_factory, search, encode),
                        progress, fresh=force, shard_size=shard_size)
 

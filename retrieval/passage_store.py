@@ -18,7 +18,8 @@ PASSAGES_DB = "passages.sqlite"
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS passages (row INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, title TEXT NOT NULL,
                                      text TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS shards (number INTEGER PRIMARY KEY, first_row INTEGER NOT NULL, rows INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS shards (number INTEGER PRIMARY KEY, first_row INTEGER NOT NULL, rows INTEGER NOT NULL,
+                                   sha256 TEXT NOT NULL DEFAULT '');
 """
 BATCH = 500
 """Ids or rows per ``IN (...)`` query (SQLite allows 32,766 parameters)."""
@@ -42,8 +43,13 @@ class PassageWriter:
     def has(self, number: int) -> bool:
         return self._db.execute("SELECT 1 FROM shards WHERE number = ?", (number,)).fetchone() is not None
 
-    def add(self, number: int, first_row: int, passages: list[dict[str, str]]) -> None:
-        """Store shard ``number`` (rows ``first_row...``) unless it is stored already.
+    def digest(self, number: int) -> str | None:
+        """The digest shard ``number`` was stored with, or None if it is not stored."""
+        row = self._db.execute("SELECT sha256 FROM shards WHERE number = ?", (number,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def add(self, number: int, first_row: int, passages: list[dict[str, str]], digest: str = "") -> None:
+        """Store shard ``number`` (rows ``first_row...``, its passages' ``digest``) unless it is stored already.
 
         Raises:
             ConfigurationError: a passage id occurs twice in the corpus.
@@ -54,7 +60,7 @@ class PassageWriter:
             with self._db:
                 self._db.executemany("INSERT INTO passages VALUES (?, ?, ?, ?)",
                                      [(first_row + i, p["id"], p["title"], p["text"]) for i, p in enumerate(passages)])
-                self._db.execute("INSERT INTO shards VALUES (?, ?, ?)", (number, first_row, len(passages)))
+                self._db.execute("INSERT INTO shards VALUES (?, ?, ?, ?)", (number, first_row, len(passages), digest))
         except sqlite3.IntegrityError:
             raise ConfigurationError(f"corpus {self.corpus!r}: duplicate passage id {self._duplicate(passages)!r} "
                                      f"(shard {number}); passage ids must be unique") from None

@@ -3,9 +3,13 @@
 ``{cache}/indexes/{corpus}-{kind}-{key}/`` holds ``manifest.json``, the passages (``passages.sqlite``; indexes
 built before it have ``passages.jsonl``) and the index files, where ``key`` hashes the corpus file's SHA-256, the
 kind, the parameters that change the index (the encoder for dense) and the format version. A changed corpus
-therefore gets a new folder and is indexed afresh. A build reads the corpus as a stream of shards into the sibling
-``{folder}.partial`` and renames it when complete, so a half-built index never looks finished; an interrupted
-build resumes there (a dense build keeps its encoded shards, verified by checksum), unless ``--force``.
+therefore gets a new folder and is indexed afresh. The SHA-256 is taken while the build streams the corpus (no
+second pass) and remembered by file identity (``corpus_identity``), so opening an index later does not reread it.
+
+A build reads the corpus as a stream of shards into ``{corpus}-{kind}-{path key}.partial`` (keyed by the corpus
+file's path, as its content hash is known only at the end) and renames it when complete, so a half-built index
+never looks finished. An interrupted build resumes there unless ``--force`` or the file's size or mtime changed;
+each kept shard's passages are checked against a digest (a dense build's encoded shards against a checksum too).
 """
 
 from __future__ import annotations
@@ -24,6 +28,14 @@ from typing import Any
 
 from disambig.errors import ConfigurationError, DisambigError
 from disambig.retrieval.base import Progress
+from disambig.retrieval.corpus_identity import (
+    FileIdentity,
+    StreamDigest,
+    file_sha256,
+    passages_digest,
+    remember,
+    remembered,
+)
 from disambig.retrieval.corpus_stream import shards
 from disambig.retrieval.passage_store import PASSAGES_DB, PassageWriter, SqlitePassages
 
@@ -34,6 +46,8 @@ PARTIAL = ".partial"
 FORMAT_VERSION = 1
 SHARD_SIZE = 10_240
 """Passages read, encoded and kept per shard (40 encoder chunks of 256; ~15 MB of MiniLM vectors)."""
+BYTES_PER_PASSAGE = 700
+"""A first guess of a JSONL passage's size, for progress before any shard is read (DPR's 100-word passages)."""
 
 logger = logging.getLogger(__name__)
 
@@ -41,25 +55,48 @@ logger = logging.getLogger(__name__)
 @dataclass
 class CorpusShards:
     """The corpus as numbered shards ``(number, passages)`` for a writer; each shard read is also added to the
-    passage store (once: a resumed build skips the shards it holds).
+    passage store (once: a resumed build skips the shards it holds, after checking their digest), and the file's
+    bytes are hashed as they are read (``stream_``).
 
     Attributes:
         corpus: the corpus name or path.
         size: passages per shard.
-        total: passages in the corpus (for progress).
+        known_total: passages in the corpus when known (Parquet metadata, an earlier build), else None.
         store: the passage store being built.
+        file_bytes: the corpus file's size, to estimate ``total`` from the bytes read when it is not known.
+        kind: the index being built, for the rebuild command in errors.
     """
 
     corpus: str
     size: int
-    total: int
+    known_total: int | None
     store: PassageWriter
+    file_bytes: int = 0
+    kind: str = "all"
+
+    def __post_init__(self) -> None:
+        self.stream_ = StreamDigest()
+        self.read_ = 0
+
+    @property
+    def total(self) -> int:
+        """Passages in the corpus (for progress): known, or estimated from the share of the file read so far."""
+        if self.known_total:
+            return self.known_total
+        if not self.stream_.bytes_read:
+            return max(1, self.file_bytes // BYTES_PER_PASSAGE)
+        return max(self.read_, round(self.read_ * self.file_bytes / self.stream_.bytes_read))
 
     def __iter__(self) -> Iterator[tuple[int, list[dict[str, str]]]]:
-        first = 0
-        for number, passages in enumerate(shards(self.corpus, self.size)):
-            self.store.add(number, first, passages)
-            first += len(passages)
+        for number, passages in enumerate(shards(self.corpus, self.size, self.stream_.update)):
+            digest = passages_digest(passages)
+            kept = self.store.digest(number)
+            if kept is not None and kept != digest:
+                raise IndexCorruptError(f"corpus {self.corpus!r} changed since the interrupted build in "
+                                        f"{str(self.store.path.parent)!r} (shard {number} differs); start over with "
+                                        f"`{rebuild_hint(self.corpus, self.kind)}`")
+            self.store.add(number, self.read_, passages, digest)
+            self.read_ += len(passages)
             yield number, passages
 
 
@@ -75,27 +112,60 @@ class IndexMissingError(DisambigError):
     """No index has been built for this corpus and kind; the message names the build command."""
 
 
-def corpus_hash(corpus: str) -> str:
-    """SHA-256 of the corpus file (``corpus.jsonl`` of a BEIR folder)."""
-    from disambig.data.corpus import corpus_path
+def corpus_hash(corpus: str, cache_dir: str | Path | None = None) -> str:
+    """SHA-256 of the corpus file (``corpus.jsonl`` of a BEIR folder): remembered in ``cache_dir`` for as long as
+    the file's identity is unchanged, else read (and then remembered)."""
+    file = corpus_file(corpus)
+    if cache_dir is not None and (known := remembered(cache_dir, file)):
+        return str(known["sha256"])
+    identity = FileIdentity.of(file)  # before reading: a file changed meanwhile no longer matches what is recorded
+    content = file_sha256(file)
+    if cache_dir is not None:
+        remember(cache_dir, identity, content)
+    return content
 
-    path = corpus_path(corpus)
-    file = path / "corpus.jsonl" if path.is_dir() else path
+
+def corpus_file(corpus: str) -> Path:
+    """The passages file of ``corpus``.
+
+    Raises:
+        ConfigurationError: there is none.
+    """
+    from disambig.retrieval.corpus_stream import passages_file
+
+    file, _ = passages_file(corpus)
     if not file.is_file():
         raise ConfigurationError(f"corpus {corpus!r} has no passages file {str(file)!r}")
-    digest = hashlib.sha256()
-    with file.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 18), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return file
 
 
-def index_dir(cache_dir: str | Path, corpus: str, kind: str, params: dict[str, Any]) -> Path:
-    """Where the index of ``corpus`` with ``kind`` and ``params`` lives (it may not exist yet)."""
-    content = corpus_hash(corpus)
+def index_dir(cache_dir: str | Path, corpus: str, kind: str, params: dict[str, Any],
+              content: str | None = None) -> Path:
+    """Where the index of ``corpus`` with ``kind`` and ``params`` lives (it may not exist yet); ``content`` is the
+    corpus's SHA-256 when already known."""
+    content = content or corpus_hash(corpus, cache_dir)
     key = hashlib.sha256(json.dumps([content, kind, params, FORMAT_VERSION], sort_keys=True).encode()).hexdigest()
-    label = re.sub(r"[^\w.-]+", "_", Path(corpus.rstrip("/\\")).stem) or "corpus"
-    return Path(cache_dir) / "indexes" / f"{label}-{kind}-{key[:12]}"
+    return Path(cache_dir) / "indexes" / f"{_label(corpus)}-{kind}-{key[:12]}"
+
+
+def known_index_dir(cache_dir: str | Path, corpus: str, kind: str, params: dict[str, Any]) -> Path | None:
+    """``index_dir`` when it can be known without a build's pass: the corpus hash is remembered, or an index of a
+    corpus of this name exists (then the file is hashed to find out whether it is this one); else None."""
+    built = (Path(cache_dir) / "indexes").glob(f"{_label(corpus)}-{kind}-*")
+    if remembered(cache_dir, corpus_file(corpus)) or any(p.is_dir() and not p.name.endswith(PARTIAL) for p in built):
+        return index_dir(cache_dir, corpus, kind, params)
+    return None
+
+
+def work_dir(cache_dir: str | Path, corpus: str, kind: str, params: dict[str, Any]) -> Path:
+    """Where a build of ``corpus`` streams to before its content hash is known: keyed by the file's path."""
+    path = str(corpus_file(corpus).resolve())
+    key = hashlib.sha256(json.dumps([path, kind, params, FORMAT_VERSION], sort_keys=True).encode()).hexdigest()
+    return Path(cache_dir) / "indexes" / f"{_label(corpus)}-{kind}-{key[:12]}{PARTIAL}"
+
+
+def _label(corpus: str) -> str:
+    return re.sub(r"[^\w.-]+", "_", Path(corpus.rstrip("/\\")).stem) or "corpus"
 
 
 def build_hint(corpus: str, kind: str, force: bool = False) -> str:
@@ -107,42 +177,53 @@ def rebuild_hint(corpus: str, kind: str) -> str:
     return build_hint(corpus, kind, force=True)
 
 
-def build_index(folder: Path, corpus: str, kind: str, params: dict[str, Any], write: Writer,
+def build_index(cache_dir: str | Path, corpus: str, kind: str, params: dict[str, Any], write: Writer,
                 progress: Progress | None = None, fresh: bool = False, shard_size: int = SHARD_SIZE) -> Path:
-    """Stream the corpus in shards to ``write`` and the passage store in ``{folder}.partial``, add the manifest,
-    then rename it to ``folder``. An interrupted build is resumed from its ``.partial`` unless ``fresh``.
+    """Stream the corpus in shards to ``write`` and the passage store in ``work_dir``, hashing it as it is read;
+    add the manifest, then rename it to ``index_dir`` and remember the hash. An interrupted build is resumed from
+    its work folder unless ``fresh`` or the corpus file's size or mtime changed. Returns the index folder.
 
     Raises:
-        ConfigurationError: the corpus has no passages, or a passage id occurs twice.
+        ConfigurationError: the corpus has no passages, a passage id occurs twice, or the file changed meanwhile.
     """
     from disambig import __version__
-    from disambig.retrieval.corpus_stream import describe
+    from disambig.retrieval.corpus_stream import CorpusSource, parquet_rows, passages, passages_file
 
-    source = describe(corpus)
-    if not source.passages:
+    file, fmt = passages_file(corpus)
+    identity = FileIdentity.of(corpus_file(corpus))
+    if next(passages(corpus), None) is None:  # reads up to the first passage only
         raise ConfigurationError(f"corpus {corpus!r} has no passages; nothing to index")
-    work = folder.with_name(folder.name + PARTIAL)
-    record = {"corpus_sha256": source.sha256, "kind": kind, "params": params, "shard_size": shard_size}
-    _prepare(work, record, fresh)
+    work = work_dir(cache_dir, corpus, kind, params)
+    _prepare(work, {"corpus": identity.resume_key(), "kind": kind, "params": params, "shard_size": shard_size,
+                    "format": FORMAT_VERSION}, fresh)
     start = time.perf_counter()
+    known = parquet_rows(file) if fmt == "parquet" else (remembered(cache_dir, file) or {}).get("passages")
     store = PassageWriter(work / PASSAGES_DB, corpus)
+    stream = CorpusShards(corpus, shard_size, known, store, identity.bytes, kind)
     try:
-        extras = write(work, CorpusShards(corpus, shard_size, source.passages, store), progress)
+        extras = write(work, stream, progress)
     finally:
         stored = store.close()
-    manifest = {"format": FORMAT_VERSION, "kind": kind, "corpus": corpus, "corpus_sha256": source.sha256,
+    content = file_sha256(file) if fmt == "parquet" else stream.stream_.hexdigest()  # Parquet: pyarrow reads it
+    if FileIdentity.of(file).resume_key() != identity.resume_key():
+        raise ConfigurationError(f"corpus {corpus!r} changed while it was being indexed; run the build again")
+    source = CorpusSource(identity.path, fmt, identity.bytes, content, stored)
+    manifest = {"format": FORMAT_VERSION, "kind": kind, "corpus": corpus, "corpus_sha256": content,
                 "params": params, "passages": stored, "build_seconds": round(time.perf_counter() - start, 2),
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "disambig": __version__, "source": source.to_dict(),
                 "shard_size": shard_size, **extras}
     (work / MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
     (work / BUILD_RECORD).unlink()
+    folder = index_dir(cache_dir, corpus, kind, params, content)
     shutil.rmtree(folder, ignore_errors=True)
     work.rename(folder)
+    remember(cache_dir, identity, content, stored)
     return folder
 
 
 def _prepare(work: Path, record: dict[str, Any], fresh: bool) -> None:
-    """Start ``work`` afresh, or keep it to resume when it holds a build of the same corpus, kind and parameters."""
+    """Start ``work`` afresh, or keep it to resume when it holds a build of the same corpus file (path, size,
+    mtime), kind and parameters."""
     try:
         same = json.loads((work / BUILD_RECORD).read_text(encoding="utf-8")) == record
     except (OSError, ValueError):

@@ -16,7 +16,7 @@ import pytest
 
 from disambig.retrieval.build_lock import build_lock, holder, lock_path
 from disambig.retrieval.factory import index_path
-from disambig.retrieval.store import read_index
+from disambig.retrieval.store import read_index, work_dir
 
 DISAMBIG = [sys.executable, "-c", "from disambig.cli import main; main()"]
 HOLD = """
@@ -37,7 +37,7 @@ def cache(tmp_path) -> Path:
 
 @pytest.fixture
 def lock(corpus, cache) -> Path:
-    return lock_path(index_path("bm25", corpus, cache))
+    return lock_path(work_dir(cache, corpus, "bm25", {}))
 
 
 def build(corpus: str, cache: Path, log: Path) -> subprocess.Popen:
@@ -55,7 +55,7 @@ def hold(lock: Path, release: Path) -> subprocess.Popen:
     return child
 
 
-def wait_for(condition, seconds: float = 120.0) -> None:
+def wait_for(condition, seconds: float = 60.0) -> None:
     deadline = time.monotonic() + seconds
     while not condition():
         assert time.monotonic() < deadline, "timed out"
