@@ -8,8 +8,10 @@ asks the same model over HTTP: ``/v1/models``, ``/v1/chat/completions`` with a J
 Two things about the maintained server are adapted in front of it, request by request, by ``OpenAIRequests``:
 it reads a schema only as ``{"type": "json_object", "schema": ...}`` (OpenAI clients send ``{"type":
 "json_schema", "json_schema": {"schema": ...}}``), and its repetition penalty defaults to 1.1 where the embedded
-engine's is 1.0. The embedded engine's repetition guard (a stopping rule inside the process) has no HTTP form and
-does not apply to served replies.
+engine's is 1.0. And replies are made as the embedded engine makes them (``disambig.lm.served_replies``): the model
+is loaded without ``logits_all`` (which doubled prefill time) and log-probabilities are recorded per request under
+the response grammar, the repetition guard stops a looping reply, and a capped JSON reply ends at its last whole
+sentence.
 
 llama-cpp-python's server answers one request at a time per process; ``parallel`` > 1 runs that many uvicorn
 worker processes on the one port, each with its own context (the weights are memory-mapped, so shared).
@@ -39,7 +41,9 @@ from typing import Any
 import uvicorn
 
 from disambig.errors import ConfigurationError
+from disambig.lm.repetition import DEFAULT_GUARD, LoopRule
 from disambig.lm.schema import bounded_schema
+from disambig.lm.served_replies import CURRENT, ServedRequest, finish_reply, take_wishes
 
 CONFIG_ENV = "DISAMBIG_SERVE_CONFIG"
 """How ``serve`` hands its configuration to worker processes (``parallel`` > 1), which build the app themselves."""
@@ -85,6 +89,7 @@ class ServeConfig:
         ctx: context window of each worker, in tokens.
         threads: CPU threads in all; each worker gets ``threads // parallel`` (at least 1).
         repeat_penalty: the repetition penalty of requests that do not set one (the embedded engine's default, 1.0).
+        repetition_guard: ``NxR`` or ``off``: stop a reply once a run of N words occurs R times (as in-process).
     """
 
     model_path: str
@@ -96,6 +101,7 @@ class ServeConfig:
     ctx: int = 8192
     threads: int = 2
     repeat_penalty: float = 1.0
+    repetition_guard: str = DEFAULT_GUARD
 
     @property
     def url(self) -> str:
@@ -109,17 +115,19 @@ class ServeConfig:
 
 
 def serve_config(spec: str, *, cache_dir: str, host: str = "127.0.0.1", port: int = 8000, parallel: int = 1,
-                 ctx: int = 8192, threads: int = 2, repeat_penalty: float = 1.0) -> ServeConfig:
+                 ctx: int = 8192, threads: int = 2, repeat_penalty: float = 1.0,
+                 repetition_guard: str = DEFAULT_GUARD) -> ServeConfig:
     """The ``ServeConfig`` of a local LM spec (``local``, ``local:NAME``, ``local:/path/model.gguf``).
 
     The model id is the embedded model's name (``smollm2``, ``qwen2.5-0.5b``) or the GGUF file's stem. An embedded
     model assembled from chunks is assembled (and verified) here if it is not in ``cache_dir`` yet.
 
     Raises:
-        ConfigurationError: the spec names a remote model, or a setting is out of range.
+        ConfigurationError: the spec names a remote model, a setting is out of range, or the guard is malformed.
     """
     from disambig.lm.spec import local_file, parse_spec
 
+    LoopRule.parse(repetition_guard)
     parsed = parse_spec(spec)
     if not parsed.is_local:
         raise ConfigurationError(f"lm serve serves a local model (local, local:NAME or local:/path/model.gguf); "
@@ -130,7 +138,8 @@ def serve_config(spec: str, *, cache_dir: str, host: str = "127.0.0.1", port: in
     path, sha256 = local_file(parsed, cache_dir)
     model_id = parsed.embedded.name if parsed.embedded is not None else path.stem
     return ServeConfig(model_path=str(path), model_id=model_id, sha256=sha256, host=host, port=port,
-                       parallel=parallel, ctx=ctx, threads=threads, repeat_penalty=repeat_penalty)
+                       parallel=parallel, ctx=ctx, threads=threads, repeat_penalty=repeat_penalty,
+                       repetition_guard=repetition_guard)
 
 
 def check_port(host: str, port: int) -> None:
@@ -177,21 +186,26 @@ def build_app(config: ServeConfig) -> Any:
     load_cpu_backends()  # a runtime-dispatch build of llama.cpp loads no CPU backend by itself
     model = ModelSettings(model=config.model_path, model_alias=config.model_id, n_ctx=config.ctx,
                           n_threads=config.worker_threads, n_threads_batch=config.worker_threads,
-                          logits_all=True,  # token logprobs need every position's logits
+                          logits_all=False,  # log-probabilities are recorded per request (served_replies)
                           verbose=False)
     app = create_app(server_settings=ServerSettings(host=config.host, port=config.port), model_settings=[model])
     _stop_generations(app)
-    return OpenAIRequests(app, config.model_id, repeat_penalty=config.repeat_penalty)
+    return OpenAIRequests(app, config.model_id, repeat_penalty=config.repeat_penalty,
+                          rule=LoopRule.parse(config.repetition_guard))
 
 
 def _stop_generations(app: Any) -> None:
-    """Make the loaded model's generations end once ``STOPPING`` is set (``disambig.lm.guard`` adds the criterion).
-    The server keeps its one model in a module global, read through its own proxy (pinned llama-cpp-python)."""
+    """Make the loaded model's generations end once ``STOPPING`` is set (``disambig.lm.guard`` adds the criterion),
+    and run each request's guard and log-probability recorder (``served_replies.hook_generations``). The server
+    keeps its one model in a module global, read through its own proxy (pinned llama-cpp-python)."""
     from llama_cpp.server import app as server_module
 
     from disambig.lm.guard import add_stopping_criterion
+    from disambig.lm.served_replies import hook_generations
 
-    add_stopping_criterion(server_module._llama_proxy(None), end_when_stopping)
+    llama = server_module._llama_proxy(None)
+    add_stopping_criterion(llama, end_when_stopping)
+    hook_generations(llama)
 
 
 def app_from_env() -> Any:
@@ -276,11 +290,13 @@ def openai_chat_request(body: dict[str, Any], repeat_penalty: float = 1.0) -> di
 class OpenAIRequests:
     """ASGI middleware in front of llama-cpp-python's app: answer ``GET .../models`` itself (the app's own route
     waits for the model lock, so behind a long reply); rewrite each ``POST .../chat/completions`` body with
-    ``openai_chat_request``; answer a request whose generation the server's stop cut short with HTTP 503; set
+    ``openai_chat_request``, its log-probability wishes taken out (``served_replies``), and its reply finished as the
+    embedded engine finishes one; answer a request whose generation the server's stop cut short with HTTP 503; set
     ``STOPPING`` when the app is told to shut down. Everything else passes through untouched."""
 
-    def __init__(self, app: Any, model_id: str, repeat_penalty: float = 1.0) -> None:
+    def __init__(self, app: Any, model_id: str, repeat_penalty: float = 1.0, rule: LoopRule | None = None) -> None:
         self.app = app
+        self.rule = rule
         self.models = json.dumps({"object": "list", "data": [{"id": model_id, "object": "model", "owned_by": "me",
                                                                "permissions": []}]}).encode()
         self.repeat_penalty = repeat_penalty
@@ -296,10 +312,12 @@ class OpenAIRequests:
         elif scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
         else:
+            request = None
             if scope["path"].endswith("/chat/completions"):
-                scope, receive = await self._rewritten(scope, receive)
+                scope, receive, request = await self._rewritten(scope, receive)
             if scope is not None:
-                await self._answer(scope, receive, send)
+                await self._answer(scope, receive, send if request is None else self._finishing(send, request),
+                                   request)
 
     @staticmethod
     def _watch_shutdown(receive: Any) -> Any:
@@ -311,9 +329,37 @@ class OpenAIRequests:
 
         return watched
 
-    async def _answer(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    @staticmethod
+    def _finishing(send: Any, request: ServedRequest) -> Any:
+        """``send`` with the reply's body held until complete, then passed through ``finish_reply``."""
+        start: dict[str, Any] | None = None
+        chunks: list[bytes] = []
+
+        async def send_finished(message: dict[str, Any]) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                start = message
+                return
+            if message["type"] != "http.response.body" or start is None:
+                await send(message)
+                return
+            chunks.append(message.get("body", b""))
+            if message.get("more_body", False):
+                return
+            body = b"".join(chunks)
+            if start["status"] == 200:
+                body = finish_reply(body, request)
+            headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+            await send({**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body, "more_body": False})
+
+        return send_finished
+
+    async def _answer(self, scope: dict[str, Any], receive: Any, send: Any,
+                      request: ServedRequest | None = None) -> None:
         flag = threading.Event()
         token = _interrupted.set(flag)
+        wishes = CURRENT.set(request)
         sent_reply = False
 
         async def send_or_refuse(message: dict[str, Any]) -> None:
@@ -332,18 +378,21 @@ class OpenAIRequests:
             await self.app(scope, receive, send_or_refuse)
         finally:
             _interrupted.reset(token)
+            CURRENT.reset(wishes)
 
-    async def _rewritten(self, scope: dict[str, Any], receive: Any) -> tuple[dict[str, Any] | None, Any]:
-        """The scope and receive channel of the rewritten request (None when the client left before its body)."""
+    async def _rewritten(self, scope: dict[str, Any],
+                         receive: Any) -> tuple[dict[str, Any] | None, Any, ServedRequest | None]:
+        """The scope and receive channel of the rewritten request (None when the client left before its body), and
+        the request's ``ServedRequest`` (None for a body that is not a JSON object: the server refuses it)."""
         chunks = []
         while True:
             message = await receive()
             if message["type"] != "http.request":
-                return None, receive
+                return None, receive, None
             chunks.append(message.get("body", b""))
             if not message.get("more_body", False):
                 break
-        body = self._rewrite(b"".join(chunks))
+        body, request = self._rewrite(b"".join(chunks))
         headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"]
         headers.append((b"content-length", str(len(body)).encode()))
         delivered = False
@@ -355,13 +404,16 @@ class OpenAIRequests:
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
-        return {**scope, "headers": headers}, replay
+        return {**scope, "headers": headers}, replay, request
 
-    def _rewrite(self, body: bytes) -> bytes:
+    def _rewrite(self, body: bytes) -> tuple[bytes, ServedRequest | None]:
         try:
             parsed = json.loads(body)
         except ValueError:
-            return body  # the server answers malformed JSON with its own 422
+            return body, None  # the server answers malformed JSON with its own 422
         if not isinstance(parsed, dict):
-            return body
-        return json.dumps(openai_chat_request(parsed, self.repeat_penalty)).encode()
+            return body, None
+        if parsed.get("stream"):  # streamed replies pass through as the server makes them
+            return json.dumps(openai_chat_request(parsed, self.repeat_penalty)).encode(), None
+        out, request = take_wishes(openai_chat_request(parsed, self.repeat_penalty), self.rule)
+        return json.dumps(out).encode(), request

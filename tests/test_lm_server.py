@@ -161,14 +161,15 @@ class Server:
 
 
 @contextmanager
-def served(tmp_path: Path, name: str) -> Iterator[Server]:
-    """`disambig lm serve` (SmolLM2, one thread) on a free port, stopped when the block ends however it ends."""
+def served(tmp_path: Path, name: str, *extra: str) -> Iterator[Server]:
+    """`disambig lm serve` (SmolLM2, one thread; ``extra`` options) on a free port, stopped when the block ends
+    however it ends."""
     port = free_port()
     log_path = tmp_path / f"{name}.out"
     with log_path.open("w") as log:
         start = time.monotonic()
         process = subprocess.Popen([*DISAMBIG, "lm", "serve", "--model", "local:smollm2", "--port", str(port),
-                                    "--threads", "1", "--ctx", "4096"], stdout=log, stderr=subprocess.STDOUT,
+                                    "--threads", "1", "--ctx", "4096", *extra], stdout=log, stderr=subprocess.STDOUT,
                                    env=child_env(tmp_path), start_new_session=True)
         server = Server(process, f"http://127.0.0.1:{port}/v1", 0.0)
         try:
@@ -220,9 +221,31 @@ def test_the_server_lists_its_model_and_decodes_under_a_schema_with_logprobs(lm_
         "response_format": {"type": "json_schema", "json_schema": {"name": "o", "strict": True, "schema": SCHEMA}}})
     choice = answer["choices"][0]
     assert set(json.loads(choice["message"]["content"])) == {"person", "year"}
-    tokens = choice["logprobs"]["content"]
-    assert tokens and all(len(t["top_logprobs"]) >= 3 for t in tokens)
-    assert answer["usage"]["completion_tokens"] == len(tokens)
+    tokens = choice["logprobs"]["content"]  # recorded under the grammar: forced tokens have one alternative
+    assert tokens and all(t["top_logprobs"][0]["token"] == t["token"] and t["logprob"] <= 0 for t in tokens)
+    assert max(len(t["top_logprobs"]) for t in tokens) == 3
+    assert answer["usage"]["completion_tokens"] - len(tokens) in (0, 1)  # the last token is never fed back
+
+
+@pytest.mark.slow
+def test_the_served_verifier_reads_the_same_yes_probability_as_in_process(lm_server, local_lm):
+    import dspy
+
+    from disambig.lm import make_lm
+    from disambig.lm.adapter import CompactJSONAdapter
+    from disambig.lm.yes_probability import logprob_config, yes_probability
+    from disambig.signatures import VerifyRetrieval
+
+    remote = make_lm("openai/smollm2", api_base=lm_server.url, api_key="none", max_tokens=64)
+    asked = {"passages": "[1] Cristiano Ronaldo | Ronaldo has the most international goals in men's football.",
+             "question": "Who has the most international goals in men's football?"}
+    results = []
+    for lm in (local_lm, remote):
+        with dspy.context(lm=lm, adapter=CompactJSONAdapter()):
+            results.append(dspy.Predict(VerifyRetrieval)(**asked, config=logprob_config(lm)))
+    local, served = results
+    assert served.toDict().keys() == local.toDict().keys()
+    assert yes_probability(served.logprobs) == pytest.approx(yes_probability(local.logprobs), abs=1e-3)
 
 
 @pytest.mark.slow
@@ -257,8 +280,16 @@ def test_sigterm_stops_the_server_cleanly_and_a_busy_port_is_refused(lm_server, 
         os.killpg(lm_server.process.pid, 0)  # nothing of the group is left
 
 
+@pytest.fixture
+def unguarded_server(tmp_path) -> Iterator[Server]:
+    """The server with its repetition guard off, so a long reply cannot end early by looping."""
+    with served(tmp_path, "server", "--repetition-guard", "off") as server:
+        yield server
+
+
 @pytest.mark.slow
-def test_a_reply_in_progress_is_answered_503_when_the_server_stops(lm_server):
+def test_a_reply_in_progress_is_answered_503_when_the_server_stops(unguarded_server):
+    lm_server = unguarded_server
     outcome: dict = {}
 
     def long_reply() -> None:

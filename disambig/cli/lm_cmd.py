@@ -44,6 +44,7 @@ def serve(
                                    help="Context window in tokens (env DISAMBIG_CTX, default 8192)."),
     threads: int | None = options.THREADS,
     repeat_penalty: float | None = options.REPEAT_PENALTY,
+    repetition_guard: str | None = options.REPETITION_GUARD,
 ) -> None:
     """Serve MODEL at http://HOST:PORT/v1 (OpenAI-compatible: /v1/models, /v1/chat/completions with JSON-schema
     response_format and logprobs) until Ctrl-C or SIGTERM. Clients: --lm openai/MODEL_ID --api-base URL."""
@@ -51,9 +52,10 @@ def serve(
     from disambig.lm.server import serve as run_server
 
     check_port(host, port)  # before a model is assembled or loaded
-    settings = load_settings(threads=threads, repeat_penalty=repeat_penalty)
+    settings = load_settings(threads=threads, repeat_penalty=repeat_penalty, repetition_guard=repetition_guard)
     config = serve_config(model, cache_dir=settings.cache_dir, host=host, port=port, parallel=parallel,
-                          ctx=ctx or settings.ctx, threads=settings.threads, repeat_penalty=settings.repeat_penalty)
+                          ctx=ctx or settings.ctx, threads=settings.threads, repeat_penalty=settings.repeat_penalty,
+                          repetition_guard=settings.repetition_guard)
     workers = f"{parallel} processes x {config.worker_threads} threads" if parallel > 1 else \
         f"{config.worker_threads} threads"
     typer.echo(f"serving {config.model_id} ({config.model_path}; {workers}, context {config.ctx}) at {config.url}",
