@@ -5,13 +5,13 @@
     python bench/remote_lm.py --report-only --program vanilla-rag verdict --results docs/benchmarks.md
 
 Each setting is one resumable `disambig eval` folder, OUT/PROGRAM/SETTING, on the first --limit ASQA dev questions
-(hybrid retrieval over the wiki slice, the default LM, no response cache, repetition guard off: the served engine has
-none, so all settings decode alike). The settings run round robin, --chunk questions at a time (all settings answer
-questions 1-4, then 5-8, ...), so a change in the machine's load falls on every setting alike; a stopped run goes on
-where it stopped. A served setting starts `disambig lm serve --parallel P --threads 2` on a free loopback port for
-its chunk (each of the P workers gets max(1, 2 // P) threads) and stops it after; `disambig eval` then sends Q
-questions at once (`--threads Q`) and C calls at once inside a question (`--parallel-calls C`). In-process runs the
-model inside `eval` with both cores.
+(hybrid retrieval over the wiki slice, the default LM, no response cache, the default repetition guard, which the
+server applies as the in-process engine does). The settings run round robin, --chunk questions at a time (all
+settings answer questions 1-4, then 5-8, ...), so a change in the machine's load falls on every setting alike; a
+stopped run goes on where it stopped. A served setting starts `disambig lm serve --parallel P --threads 2` on a free
+loopback port for its chunk (each of the P workers gets max(1, 2 // P) threads) and stops it after; `disambig eval`
+then sends Q questions at once (`--threads Q`) and C calls at once inside a question (`--parallel-calls C`). In-
+process runs the model inside `eval` with both cores.
 
 Timing: while `eval` runs, this script notes when each new row appears in results.jsonl. A chunk's answering time is
 from the earliest (appearance - the row's own seconds) to the last appearance, so command start-up, index and model
@@ -135,7 +135,7 @@ def run_eval(program: str, folder: Path, limit: int, setting: Setting, lm: list[
     before = row_count(results)
     threads = CORES if not setting.workers else setting.questions
     command = [*DISAMBIG, "eval", program, "--dataset", "asqa", "--split", "dev", "--limit", str(limit),
-               "--threads", str(threads), "--parallel-calls", str(setting.calls), "--repetition-guard", "off",
+               "--threads", str(threads), "--parallel-calls", str(setting.calls),
                "--no-track", "--no-cache", "--out", str(folder), *lm]
     start = time.monotonic()
     appeared: list[float] = []
