@@ -143,7 +143,12 @@ def training_sample(shards: Sequence[Any], size: int, seed: int = SAMPLE_SEED) -
 
 def fill_index(factory: str, shards: Sequence[Any]) -> Any:
     """The index ``factory`` trained on a sample of ``shards`` (when it needs training) and holding all their rows,
-    added one shard at a time so only one is in memory besides the index."""
+    added one shard at a time so only one is in memory besides the index.
+
+    Raises:
+        ConfigurationError: faiss cannot make ``factory``, or cannot train it on these vectors (an inverted file of
+            more lists than there are passages, say), in one line naming the factory and the row count.
+    """
     import numpy as np
 
     dim = int(shards[0].shape[1])
@@ -151,7 +156,14 @@ def fill_index(factory: str, shards: Sequence[Any]) -> Any:
     if not index.is_trained:
         ivf = faiss_ivf(index)
         points = (ivf.nlist if ivf is not None else 1) * TRAIN_POINTS
-        index.train(training_sample(shards, max(points, 10_000)))
+        sample = training_sample(shards, max(points, 10_000))
+        try:
+            index.train(sample)
+        except RuntimeError as exc:
+            reason = str(exc).strip().splitlines()[-1].partition("failed: ")[2] or str(exc).strip()[-200:]
+            raise ConfigurationError(f"faiss cannot train index {factory!r} on {len(sample):,} vectors "
+                                     f"({reason[:200]}); choose one they can train (fewer IVF lists, fewer PQ bits) "
+                                     "or 'Flat'; nothing encoded is lost: rerun with another --faiss-factory") from None
     for shard in shards:
         index.add(np.ascontiguousarray(shard, dtype=np.float32))
     return index

@@ -45,3 +45,17 @@ def test_a_factory_faiss_rejects_is_one_clear_line(corpus):
     assert result.exit_code != 0
     assert "faiss cannot make index 'IVF4,Nonsense' for 6-d vectors" in result.output
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("factory", ["IVF64,Flat", "PQ2"])  # 64 lists, or 256 PQ centroids, from 4 passages
+def test_a_factory_the_corpus_cannot_train_is_one_clear_line_and_loses_no_encoding(corpus, cache, factory,
+                                                                                      monkeypatch):
+    embedder = VocabEmbedder()
+    monkeypatch.setattr("disambig.cli.index_cmd.make_embedder", lambda model: embedder)
+    result = invoke("--corpus", corpus, "--kind", "dense", "--faiss-factory", factory)
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert " ".join(result.output.split()).startswith(f"error: faiss cannot train index '{factory}' on 4 vectors")
+    assert not [p for p in (cache / "indexes").iterdir() if not p.name.endswith(".partial")]  # nothing published
+    (shard,) = (cache / "indexes").glob("*.partial/shards/00000.json")  # the encoded shard is kept for the rerun
+    assert invoke("--corpus", corpus, "--kind", "dense", "--faiss-factory", "Flat").exit_code == 0
+    assert manifest(cache)["faiss_factory"] == "Flat" and not shard.exists() and embedder.calls == 1  # not again
