@@ -10,8 +10,9 @@ server applies as the in-process engine does). The settings run round robin, --c
 settings answer questions 1-4, then 5-8, ...), so a change in the machine's load falls on every setting alike; a
 stopped run goes on where it stopped. A served setting starts `disambig lm serve --parallel P --threads 2` on a free
 loopback port for its chunk (each of the P workers gets max(1, 2 // P) threads) and stops it after; `disambig eval`
-then sends Q questions at once (`--threads Q`) and C calls at once inside a question (`--parallel-calls C`). In-
-process runs the model inside `eval` with both cores.
+then sends Q questions at once (`--threads Q`) and C calls at once inside a question (`--parallel-calls C`).
+In-process runs the model inside `eval` with both cores. The Spark settings answer through `eval --engine spark
+--master local[2]`: each executor loads its own model, or all send to one server; their time is the whole job's.
 
 Timing: while `eval` runs, this script notes when each new row appears in results.jsonl. A chunk's answering time is
 from the earliest (appearance - the row's own seconds) to the last appearance, so command start-up, index and model
@@ -46,13 +47,19 @@ BEGIN, END = "<!-- bench/remote_lm.py:{}:begin -->", "<!-- bench/remote_lm.py:{}
 
 @dataclass(frozen=True)
 class Setting:
-    """How one setting runs: server workers (0 = in-process), questions at once, calls at once inside a question."""
+    """How one setting runs: server workers (0 = in-process), questions at once, calls at once inside a question,
+    and Spark executors (0 = no Spark: `eval` answers in its own process)."""
 
     workers: int
     questions: int
     calls: int
+    spark: int = 0
 
     def describe(self) -> str:
+        if self.spark:
+            lm = "each loads its own model (1 thread)" if not self.workers else \
+                f"sharing one server of {self.workers} workers × {max(1, CORES // self.workers)} thread"
+            return f"Spark local[{self.spark}], {self.spark} executors {lm}"
         if not self.workers:
             return f"in-process, {CORES} threads"
         return (f"served, {self.workers} worker{'s' * (self.workers > 1)} × {max(1, CORES // self.workers)} "
@@ -67,6 +74,8 @@ SETTINGS = {
     "served-4": Setting(4, 4, 1),
     "served-2-pc2": Setting(2, 1, 2),
     "served-4-pc4": Setting(4, 1, 4),
+    "spark-own": Setting(0, 1, 1, spark=2),
+    "spark-served": Setting(2, 1, 1, spark=2),
 }
 
 
@@ -134,7 +143,11 @@ def run_eval(program: str, folder: Path, limit: int, setting: Setting, lm: list[
     results = folder / "results.jsonl"
     before = row_count(results)
     threads = CORES if not setting.workers else setting.questions
-    command = [*DISAMBIG, "eval", program, "--dataset", "asqa", "--split", "dev", "--limit", str(limit),
+    spark: list[str] = []
+    if setting.spark:  # one partition per executor; an executor's own model gets one thread
+        threads = 1
+        spark = ["--engine", "spark", "--master", f"local[{setting.spark}]", "--partitions", str(setting.spark)]
+    command = [*DISAMBIG, "eval", program, "--dataset", "asqa", "--split", "dev", "--limit", str(limit), *spark,
                "--threads", str(threads), "--parallel-calls", str(setting.calls),
                "--no-track", "--no-cache", "--out", str(folder), *lm]
     start = time.monotonic()
@@ -150,6 +163,8 @@ def run_eval(program: str, folder: Path, limit: int, setting: Setting, lm: list[
         sys.exit(f"eval exited with {process.returncode}; see {folder / 'eval.log'}")
     rows = [json.loads(line) for line in results.read_text().splitlines()][before:]
     began = min((t - row["trace"].get("seconds", 0.0) for t, row in zip(appeared, rows, strict=False)), default=0.0)
+    if setting.spark:  # the rows are written when the Spark job ends: its whole wall time counts
+        began = 0.0
     return {"questions": len(rows), "answering_s": round(max(appeared, default=0.0) - max(began, 0.0), 2),
             "wall_s": round(time.monotonic() - start, 2), "code": code_of(rows)}
 
