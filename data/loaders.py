@@ -85,7 +85,8 @@ def default_corpus(dataset: str) -> str:
 
     A BEIR folder with its own ``corpus.jsonl`` (dbpedia-entity-5k) searches itself; one without names its corpus
     in ``manifest.json`` (``disambig data asqa-retrieval`` writes ``"corpus": "wiki-slice"``), so the indexes
-    already built for that corpus are used; any other dataset searches ``wiki-slice``.
+    already built for that corpus are used (a prebuilt index such as ``wikipedia-dpr`` too); any other dataset
+    searches ``wiki-slice``.
 
     Raises:
         ConfigurationError: a BEIR folder with neither ``corpus.jsonl`` nor a manifest naming a corpus.
@@ -100,7 +101,11 @@ def default_corpus(dataset: str) -> str:
         raise ConfigurationError(f"BEIR folder {str(folder)!r} has no corpus.jsonl and no manifest.json naming the "
                                  'corpus its queries are judged on; add one of them (a manifest.json of {"corpus": '
                                  '"wiki-slice"}), or give eval/compile a --corpus')
-    return named if named in CORPORA or Path(named).is_absolute() else str(folder / named)
+    from disambig.retrieval.prebuilt import corpus_name
+
+    named = corpus_name(named)  # a prebuilt index (``wikipedia-dpr``, ``prebuilt:NAME``) is a name, not a file
+    keep = named in CORPORA or named.startswith("prebuilt:") or Path(named).is_absolute()
+    return named if keep else str(folder / named)
 
 
 def beir_examples(name: str, split: str = "test", limit: int | None = None) -> list[dspy.Example]:

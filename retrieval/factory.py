@@ -12,6 +12,7 @@ from disambig.retrieval.base import Progress
 from disambig.retrieval.bm25 import PREBUILT
 from disambig.retrieval.faiss_index import SearchParams
 from disambig.retrieval.fusion import RRF_K
+from disambig.retrieval.prebuilt import corpus_name
 from disambig.retrieval.progress import LoggedProgress
 from disambig.retrieval.store import SHARD_SIZE, build_index, index_dir, known_index_dir, read_index, work_dir
 
@@ -30,7 +31,7 @@ CACHEABLE_KINDS = ("bm25", "dense", "hybrid")
 def index_path(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = None) -> Path:
     """The folder of one ``bm25`` or ``dense`` index; the encoder's name is part of a dense index's key."""
     _check_kind(kind, INDEX_KINDS)
-    return index_dir(cache_dir, corpus, kind, _params(kind, embedder))
+    return index_dir(cache_dir, corpus_name(corpus), kind, _params(kind, embedder))
 
 
 def needs_build(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = None,
@@ -38,7 +39,7 @@ def needs_build(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = N
     """Whether ``ensure_index`` would build: no index yet, or a dense one of another ``faiss_factory`` than asked.
     A corpus never indexed under its name is not hashed first: its build hashes it as it reads it."""
     _check_kind(kind, INDEX_KINDS)
-    folder = known_index_dir(cache_dir, corpus, kind, _params(kind, embedder))
+    folder = known_index_dir(cache_dir, corpus_name(corpus), kind, _params(kind, embedder))
     if folder is None or not folder.is_dir():
         return True
     if kind != "dense" or not faiss_factory:
@@ -75,6 +76,7 @@ def ensure_index(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = 
         encode: dense only: how the shards are encoded (``dense.ShardEncoder``); in this process by default,
             ``spark_encode.SparkEncoding`` on Spark.
     """
+    corpus = corpus_name(corpus)
     _check_corpus(corpus, kind)
     if corpus.startswith(PREBUILT):
         from disambig.retrieval.bm25 import BM25Retriever
@@ -136,7 +138,8 @@ def build_retriever(kind: str, corpus: str = "wiki-slice", settings: Any = None,
     Args:
         kind: ``bm25``, ``dense``, ``hybrid`` or one of ``EXPANDED_KINDS`` (``amd-sparse``, ...).
         corpus: ``wiki-slice``, ``dbpedia-entity-5k``, a JSONL file of ``{id, title, text}``, a BEIR folder, or
-            ``prebuilt:NAME`` for a pyserini prebuilt BM25 index (downloaded once; needs network).
+            ``prebuilt:NAME`` for a pyserini prebuilt BM25 index (downloaded once; needs network; ``wikipedia-dpr``
+            is short for ``prebuilt:wikipedia-dpr-100w``).
         settings: ``disambig.settings.Settings`` (cache directory, threads); ``load_settings()`` by default.
         embedder: the dense encoder; all-MiniLM-L6-v2 by default.
         auto_build: build a missing index (from local files only); otherwise a missing index is an error
@@ -148,6 +151,7 @@ def build_retriever(kind: str, corpus: str = "wiki-slice", settings: Any = None,
     """
     _check_kind(kind, KINDS)
     _check_params(k1, b, rrf_k, weights, depth)
+    corpus = corpus_name(corpus)
     if kind in EXPANDED_KINDS:  # the base retriever's own build checks the corpus
         build_expanded = importlib.import_module(EXPANSION_BUILDER).build_expanded
         return build_expanded(kind, corpus, settings_or_default(settings), embedder, auto_build, k1=k1, b=b,

@@ -12,6 +12,18 @@ from typing import Any
 
 from disambig.errors import ConfigurationError
 
+SHORT_NAMES = {"wikipedia-dpr": "wikipedia-dpr-100w"}
+"""Corpus names that stand for a prebuilt index: ``--corpus wikipedia-dpr`` is ``prebuilt:wikipedia-dpr-100w``, the
+21M-passage DPR Wikipedia split the papers retrieve from."""
+
+
+def corpus_name(corpus: str) -> str:
+    """``prebuilt:NAME`` for a short name of a prebuilt index (``wikipedia-dpr``); any other corpus unchanged."""
+    from disambig.retrieval.bm25 import PREBUILT
+
+    short = SHORT_NAMES.get(corpus) if isinstance(corpus, str) else None
+    return f"{PREBUILT}{short}" if short else corpus
+
 
 def prebuilt_info(name: str) -> dict[str, Any]:
     """pyserini's record of the prebuilt BM25 index ``name`` (file name, md5, size, documents).

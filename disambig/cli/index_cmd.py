@@ -20,7 +20,8 @@ app = typer.Typer(no_args_is_help=True, help="Build retrieval indexes (cached by
 
 CORPUS = typer.Option("wiki-slice", "--corpus", "-c",
                       help="wiki-slice, dbpedia-entity-5k, a JSONL file of {id, title, text}, a BEIR folder, "
-                           "or prebuilt:NAME (a pyserini BM25 index; `disambig index fetch NAME` downloads it once).")
+                           "or prebuilt:NAME (a pyserini BM25 index; `disambig index fetch NAME` downloads it once; "
+                           "wikipedia-dpr is short for prebuilt:wikipedia-dpr-100w).")
 EMBEDDER = typer.Option("all-MiniLM-L6-v2", "--embedder",
                         help="Dense encoder: all-MiniLM-L6-v2 or a local sentence-transformers folder.")
 
@@ -108,7 +109,9 @@ def build_with_progress(console: Console, kind: str, corpus: str, settings: Any,
     """Build one index (unless up to date) behind a progress bar; return its folder and whether it was built."""
     from disambig.retrieval.bm25 import PREBUILT
     from disambig.retrieval.factory import ensure_index, needs_build
+    from disambig.retrieval.prebuilt import corpus_name
 
+    corpus = corpus_name(corpus)
     if not corpus.startswith(PREBUILT) and not force and not needs_build(kind, corpus, settings.cache_dir, encoder,
                                                                           dense.faiss_factory):
         return ensure_index(kind, corpus, settings.cache_dir, encoder, search=dense.search), False
