@@ -18,10 +18,13 @@ inner product of the 1st, 10th and 100th neighbour and the recall@100 of ``IVF22
 
 Every index is built and searched with ONE thread (``faiss.omp_set_num_threads(1)``; the other core runs LM jobs)
 in a worker process of its own, so its peak resident memory (``VmHWM``) is the build's. The worker reads the
-vectors from ``.npy`` shards (memory-mapped), so the peak includes the shard pages it touched. Never run above 1M
-vectors here: ``--sizes`` refuses more.
+vectors from ``.npy`` shards (memory-mapped), so the peak includes the shard pages it touched. The synthetic vectors
+are drawn and written one 100k shard at a time, and the exact top-100 (recall's ground truth) is merged shard by
+shard, so neither needs all vectors in memory. The forced exact ``Flat`` row is measured up to 1M only unless
+``--flat`` (at 5M it holds 7.7 GB of float32 vectors). ``--sizes`` refuses more than 5M.
 
     python bench/scale.py --generator mixture --sizes 1000000 --probes 16 32 64 128 --out bench/results/scale
+    python bench/scale.py --generator mixture --sizes 5000000 --probes 32 128   # ~40 min, ~8 GB of shards in --work
     python bench/scale.py --check
 """
 
@@ -40,7 +43,9 @@ from typing import Any
 
 import numpy as np
 
-MAX_VECTORS = 1_000_000
+MAX_VECTORS = 5_000_000
+FLAT_MAX = 1_000_000
+"""Largest size whose forced exact ``Flat`` row is measured without ``--flat``."""
 SHARD = 100_000
 QUERIES = 200
 K = 100
@@ -130,18 +135,23 @@ def queries_for(real: np.ndarray, n: int, draw: Callable[[int, int], np.ndarray]
 
 
 def exact_top(paths: list[Path] | list[np.ndarray], queries: np.ndarray, k: int = K) -> np.ndarray:
-    """Exact top-``k`` rows by inner product, merged shard by shard (``.npy`` files or arrays)."""
+    """Exact top-``k`` rows by inner product, merged shard by shard (``.npy`` files or arrays): only one shard's
+    scores (queries x shard rows) and the running top-``k`` are in memory."""
     best_s = np.full((len(queries), 0), -np.inf, dtype=np.float32)
     best_i = np.zeros((len(queries), 0), dtype=np.int64)
-    start = 0
-    for path in paths:
+    start, began = 0, time.perf_counter()
+    for number, path in enumerate(paths):
         shard = np.load(path, mmap_mode="r") if isinstance(path, Path) else path
         scores = queries @ np.asarray(shard).T
         s = np.concatenate([best_s, scores], axis=1)
         i = np.concatenate([best_i, np.broadcast_to(np.arange(start, start + len(shard)), scores.shape)], axis=1)
-        top = np.argsort(-s, axis=1)[:, :k]
+        top = np.argpartition(-s, min(k, s.shape[1]) - 1, axis=1)[:, :k]
+        order = np.argsort(-np.take_along_axis(s, top, 1), axis=1)
+        top = np.take_along_axis(top, order, 1)
         best_s, best_i = np.take_along_axis(s, top, 1), np.take_along_axis(i, top, 1)
         start += len(shard)
+        if len(paths) > 10 and (number + 1) % 10 == 0:
+            print(f"exact top-{k}: {start:,} vectors, {time.perf_counter() - began:.0f} s", file=sys.stderr, flush=True)
     return best_i
 
 
@@ -205,7 +215,9 @@ def run_one(folder: Path, paths: list[Path], factory: str, probes: list[int]) ->
 
 
 def measure(n: int, real: np.ndarray, work: Path, draw: Callable[[int, int], np.ndarray], factories: list[str],
-            probes: list[int]) -> list[dict[str, Any]]:
+            probes: list[int], flat: bool = False) -> list[dict[str, Any]]:
+    """Rows of the exact ``Flat`` index (up to ``FLAT_MAX`` unless ``flat``), the default ``IVF…,SQ8`` and any
+    extra ``factories`` over ``n`` vectors."""
     from disambig.retrieval import faiss_index as fi
 
     folder = work / str(n)
@@ -214,7 +226,8 @@ def measure(n: int, real: np.ndarray, work: Path, draw: Callable[[int, int], np.
     np.save(folder / "queries.npy", queries)
     np.save(folder / "truth.npy", exact_top(paths, queries))
     compressed = f"IVF{fi.cells_for(n)},SQ8"  # the default above 100k, measured below it too
-    return [run_one(folder, paths, f, probes) for f in dict.fromkeys([fi.EXACT_FACTORY, compressed, *factories])]
+    exact = [fi.EXACT_FACTORY] if flat or n <= FLAT_MAX else []
+    return [run_one(folder, paths, f, probes) for f in dict.fromkeys([*exact, compressed, *factories])]
 
 
 def neighbour_profile(corpus: np.ndarray, queries: np.ndarray) -> dict[str, float]:
@@ -263,6 +276,8 @@ def main() -> None:
     parser.add_argument("--check", action="store_true", help="compare the generators with the real vectors and stop")
     parser.add_argument("--factories", nargs="*", default=[], help="extra faiss factory strings, every size")
     parser.add_argument("--probes", type=int, nargs="*", default=[], help="extra nprobe values to search with")
+    parser.add_argument("--flat", action="store_true",
+                        help=f"also measure the forced exact Flat index above {FLAT_MAX:,} vectors (5M: 7.7 GB)")
     parser.add_argument("--work", default="/tmp/disambig-scale", help="shards and indexes (large)")
     parser.add_argument("--out", default="bench/results/scale")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -277,8 +292,9 @@ def main() -> None:
         print(json.dumps(row))
         return
     if max(args.sizes) > MAX_VECTORS:
-        raise SystemExit(f"--sizes {max(args.sizes):,} is above {MAX_VECTORS:,}: this machine's other core runs LM "
-                         "jobs; extrapolate larger sizes from the measured ones (docs/benchmarks.md, Scale)")
+        raise SystemExit(f"--sizes {max(args.sizes):,} is above {MAX_VECTORS:,}: the shards, the index and the page "
+                         "cache would not fit this machine's 24 GiB; extrapolate larger sizes from the measured ones "
+                         "(docs/benchmarks.md, Scale)")
     import faiss
 
     faiss.omp_set_num_threads(1)
@@ -293,7 +309,7 @@ def main() -> None:
     draw = generator(args.generator, real)
     for n in args.sizes:
         n = len(real) if n == 0 else n
-        rows = measure(n, real, Path(args.work) / args.generator, draw, args.factories, args.probes)
+        rows = measure(n, real, Path(args.work) / args.generator, draw, args.factories, args.probes, args.flat)
         name = f"{n}.json" if args.generator == "gaussian" or n == len(real) else f"{n}-{args.generator}.json"
         (out / name).write_text(json.dumps(rows, indent=2), encoding="utf-8")
         report(n, "real" if n == len(real) else args.generator, rows)
