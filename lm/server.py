@@ -196,14 +196,19 @@ def build_app(config: ServeConfig) -> Any:
 
 def _stop_generations(app: Any) -> None:
     """Make the loaded model's generations end once ``STOPPING`` is set (``disambig.lm.guard`` adds the criterion),
-    and run each request's guard and log-probability recorder (``served_replies.hook_generations``). The server
-    keeps its one model in a module global, read through its own proxy (pinned llama-cpp-python)."""
+    run each request's guard and log-probability recorder (``served_replies.hook_generations``), and give it the
+    in-process engine's prompt cache (a call resumes from the KV state of whichever earlier call shares the longest
+    prefix, not only the previous one). The server keeps its one model in a module global, read through its own
+    proxy (pinned llama-cpp-python)."""
     from llama_cpp.server import app as server_module
 
     from disambig.lm.guard import add_stopping_criterion
+    from disambig.lm.llama_engine import DEFAULT_PROMPT_CACHE_MB
+    from disambig.lm.prompt_cache import enable_prompt_cache
     from disambig.lm.served_replies import hook_generations
 
     llama = server_module._llama_proxy(None)
+    enable_prompt_cache(llama, DEFAULT_PROMPT_CACHE_MB)
     add_stopping_criterion(llama, end_when_stopping)
     hook_generations(llama)
 
