@@ -54,8 +54,12 @@ class Setting:
     questions: int
     calls: int
     spark: int = 0
+    llama_server: bool = False  # llama.cpp's own server (its binary in LLAMA_SERVER) instead of `disambig lm serve`
 
     def describe(self) -> str:
+        if self.llama_server:
+            return (f"llama.cpp's llama-server, {self.workers} slot{'s' * (self.workers > 1)} × {CORES} threads "
+                    f"(continuous batching); {self.questions} question{'s' * (self.questions > 1)} at once")
         if self.spark:
             lm = "each loads its own model (1 thread)" if not self.workers else \
                 f"sharing one server of {self.workers} workers × {max(1, CORES // self.workers)} thread"
@@ -74,6 +78,9 @@ SETTINGS = {
     "served-4": Setting(4, 4, 1),
     "served-2-pc2": Setting(2, 1, 2),
     "served-4-pc4": Setting(4, 1, 4),
+    "llama-server-1": Setting(1, 1, 1, llama_server=True),
+    "llama-server-2": Setting(2, 2, 1, llama_server=True),
+    "llama-server-4": Setting(4, 4, 1, llama_server=True),
     "spark-own": Setting(0, 1, 1, spark=2),
     "spark-served": Setting(2, 1, 1, spark=2),
 }
@@ -93,16 +100,33 @@ def child_env() -> dict[str, str]:
     return env
 
 
+def server_command(setting: Setting, port: int) -> list[str]:
+    """`disambig lm serve` of the default model with the setting's workers, or llama.cpp's llama-server with as many
+    slots (each slot's context as large as one worker's)."""
+    if not setting.llama_server:
+        return [*DISAMBIG, "lm", "serve", "--port", str(port), "--parallel", str(setting.workers), "--threads",
+                str(CORES)]
+    from disambig.lm.spec import local_file, parse_spec
+    from disambig.settings import load_settings
+
+    binary = os.environ.get("LLAMA_SERVER")
+    if not binary:
+        sys.exit("the llama-server settings need LLAMA_SERVER=/path/to/llama-server")
+    spec = parse_spec("local")
+    path, _ = local_file(spec, load_settings(threads=1).cache_dir)
+    return [binary, "-m", str(path), "--host", "127.0.0.1", "--port", str(port), "-np", str(setting.workers),
+            "-t", str(CORES), "-tb", str(CORES), "-c", str(8192 * setting.workers), "--alias", spec.embedded.name]
+
+
 @contextmanager
-def server(workers: int, log_path: Path) -> Iterator[tuple[str, str, float]]:
-    """`disambig lm serve` of the default model with ``workers`` workers; yields (api base, model id, start s)."""
+def server(setting: Setting, log_path: Path) -> Iterator[tuple[str, str, float]]:
+    """The setting's server on a free loopback port; yields (api base, model id, start s)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
     start = time.monotonic()
     with log_path.open("a") as log:
-        process = subprocess.Popen([*DISAMBIG, "lm", "serve", "--port", str(port), "--parallel", str(workers),
-                                    "--threads", str(CORES)], stdout=log, stderr=subprocess.STDOUT, env=child_env(),
-                                   start_new_session=True)
+        process = subprocess.Popen(server_command(setting, port), stdout=log, stderr=subprocess.STDOUT,
+                                   env=child_env(), start_new_session=True)
     try:
         model = wait_ready(process, url, log_path)
         yield url, model, time.monotonic() - start
@@ -188,7 +212,7 @@ def run(program: str, names: list[str], limit: int, chunk: int, out: Path) -> No
             load = os.getloadavg()[0]
             started = 0.0
             if setting.workers:
-                with server(setting.workers, folder.parent / f"{name}-server.log") as (url, model, started):
+                with server(setting, folder.parent / f"{name}-server.log") as (url, model, started):
                     timing = run_eval(program, folder, end, setting, ["--lm", f"openai/{model}", "--api-base", url])
             else:
                 timing = run_eval(program, folder, end, setting, ["--lm", "local"])
