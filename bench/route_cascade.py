@@ -3,16 +3,20 @@
     python bench/route_cascade.py --dataset asqa --metric dr --escalate adf --runs bench/results/route \
         [--train 60 --dev 50] [--results docs/RESULTS.md]
 
-VanillaRAG runs first, so its answer and trace are known when the cascade decides; the answer-side features below
-read its stored row (``RUNS/DATASET-SPLIT/vanilla-rag``), the retrieval features are ``route``'s 15 (one BM25 and
-one dense search). Escalating replaces vanilla's answer with ``--escalate``'s stored one and costs both programs'
-calls. Each question is labelled "escalation better" by ``compile route``'s utility (ASQA's DR linearised, ties to
-the cheaper, i.e. to vanilla). Three policies are fitted on the train questions only and scored once on dev:
+VanillaRAG runs first, so its answer and trace are known when the cascade decides; the answer-side features
+(``disambig.programs.route.answer_features``, the ones ``route``'s cascade mode reads) come from its stored row
+(``RUNS/DATASET-SPLIT/vanilla-rag``), the retrieval features are ``route``'s 15 (one BM25 and one dense search).
+Escalating replaces vanilla's answer with ``--escalate``'s stored one and costs both programs' calls. Each question
+is labelled "escalation better" by ``compile route``'s utility (ASQA's DR linearised, ties to the cheaper, i.e. to
+vanilla). Three policies are fitted on the train questions only and scored once on dev:
 
 - a single threshold on one feature (feature, side and threshold maximise the train cascade's metric with mean calls
   below the escalation's; "never escalate" is among the choices);
 - a logistic regression on the answer-side features, and one on answer-side + retrieval features (standardised;
   C chosen by the cross-validated train cascade metric, escalate when P(better) > 0.5).
+
+With ``--artifact`` (a ``disambig compile route --cascade`` state) the table gains the compiled cascade's row: its
+saved model and threshold applied to the dev questions' features.
 
 No LM call: every answer is a stored one.
 """
@@ -20,141 +24,17 @@ No LM call: every answer is a stored one.
 from __future__ import annotations
 
 import argparse
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from disambig.optimizers.cascade_fit import C_GRID as CS
+from disambig.optimizers.cascade_fit import FOLDS, REPEATS, SEED, cascade_folds
+from disambig.programs.route.answer_features import ANSWER_FEATURES
+
 FIRST = "vanilla-rag"
-CS = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
-FOLDS, REPEATS, SEED = 5, 10, 0
-YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
-NUMBER = re.compile(r"\b\d+(?:[.,]\d+)*\b")
-NAME = re.compile(r"\b[A-Z][\w'’-]*(?:\s+(?:of|the|de|and)?\s*[A-Z][\w'’-]*)*")
-NOT_NAMES = frozenset("the a an it he she they this that these in on at as by for from his her their its there "
-                      "however also both while after before when during".split())
-HEDGES = frozenset("may might could possibly perhaps likely unclear depends depending various several different "
-                   "ambiguous either some refer refers referring approximately about around".split())
-UNKNOWN = re.compile(r"\b(?:not (?:mentioned|mention|provided|provide|specified|specify|stated|state|clear|known|"
-                     r"possible)|no (?:information|mention|answer)|unknown|cannot be determined|can ?not determine|"
-                     r"does not (?:say|indicate|give))\b", re.IGNORECASE)
-STOP = frozenset("is was were are be been of in on at to for and or by with from as that this which who what when "
-                 "it its he she they his her their there also has had have not but".split())
-
-
-def long_answer(row: dict) -> str:
-    return str((row.get("prediction") or {}).get("long_answer") or "")
-
-
-def readings(row: dict) -> list[dict]:
-    return list((row.get("prediction") or {}).get("interpretations") or [])
-
-
-def words(text: str) -> list[str]:
-    from disambig.data.text import tokens
-
-    return tokens(text)
-
-
-def content(text: str) -> set[str]:
-    return {w for w in words(text) if w not in STOP}
-
-
-def answer_tokens(row: dict) -> float:
-    """Words in the long answer."""
-    return float(len(words(long_answer(row))))
-
-
-def output_tokens(row: dict) -> float:
-    """Tokens the LM wrote over both calls (extract + consolidate), from the trace."""
-    return float((row.get("trace") or {}).get("output_tokens", 0))
-
-
-def answer_cut(row: dict) -> float:
-    """1 when the long answer does not end a sentence (the consolidate reply hit the 256-token cap)."""
-    return float(not re.search(r"[.!?][\"')\]]*\s*$", long_answer(row)))
-
-
-def years(row: dict) -> float:
-    """Distinct years the long answer mentions."""
-    return float(len(set(YEAR.findall(long_answer(row)))))
-
-
-def numbers(row: dict) -> float:
-    """Distinct numbers (years included) the long answer mentions."""
-    return float(len(set(NUMBER.findall(long_answer(row)))))
-
-
-def names(row: dict) -> float:
-    """Distinct capitalised spans (a proxy for named entities) in the long answer."""
-    spans = {m.group(0).lower() for m in NAME.finditer(long_answer(row))}
-    return float(len({s for s in spans if s not in NOT_NAMES}))
-
-
-def passage_overlap(row: dict) -> float:
-    """Share of the long answer's content words found in the passages vanilla read."""
-    said = content(long_answer(row))
-    seen = set().union(*(content(f"{p.get('title', '')} {p.get('text', '')}")
-                         for p in (row.get("prediction") or {}).get("passages") or [])) if said else set()
-    return len(said & seen) / len(said) if said else 0.0
-
-
-def question_overlap(row: dict) -> float:
-    """Share of the question's content words the long answer repeats."""
-    asked = content(str(row.get("question", "")))
-    return len(asked & content(long_answer(row))) / len(asked) if asked else 0.0
-
-
-def n_readings(row: dict) -> float:
-    """Readings (interpretations) the extract step found."""
-    return float(len(readings(row)))
-
-
-def distinct_answers(row: dict) -> float:
-    """Distinct short answers among the readings."""
-    from disambig.data.text import normalize
-
-    return float(len({normalize(str(r.get("answer", ""))) for r in readings(row)}))
-
-
-def distinct_questions(row: dict) -> float:
-    """Distinct reading questions that differ from the asked question (did extract disambiguate at all?)."""
-    from disambig.data.text import normalize
-
-    asked = normalize(str(row.get("question", "")))
-    return float(len({normalize(str(r.get("question", ""))) for r in readings(row)} - {asked}))
-
-
-def answers_in_long(row: dict) -> float:
-    """Share of the readings' short answers that the long answer contains."""
-    from disambig.data.text import normalize
-
-    text, found = normalize(long_answer(row)), readings(row)
-    return sum(normalize(str(r.get("answer", ""))) in text for r in found) / len(found) if found else 0.0
-
-
-def repetition(row: dict) -> float:
-    """Share of the long answer's word trigrams that repeat an earlier one."""
-    said = words(long_answer(row))
-    grams = list(zip(said, said[1:], said[2:], strict=False))
-    return 1.0 - len(set(grams)) / len(grams) if grams else 0.0
-
-
-def hedges(row: dict) -> float:
-    """Hedging words in the long answer (may, might, several, depends, ...)."""
-    return float(sum(w in HEDGES for w in words(long_answer(row))))
-
-
-def says_unknown(row: dict) -> float:
-    """1 when the long answer says the passages do not tell."""
-    return float(bool(UNKNOWN.search(long_answer(row))))
-
-
-ANSWER_FEATURES: dict[str, Callable[[dict], float]] = {f.__name__: f for f in (
-    answer_tokens, output_tokens, answer_cut, years, numbers, names, passage_overlap, question_overlap, n_readings,
-    distinct_answers, distinct_questions, answers_in_long, repetition, hedges, says_unknown)}
 
 
 @dataclass(frozen=True)
@@ -192,6 +72,7 @@ def load_split(dataset: str, metric: str, second: str, runs: Path, split: str, l
 
     from disambig.optimizers.route_data import matrix, observe_all, read_outcomes, run_folder
     from disambig.optimizers.route_labels import label_questions
+    from disambig.programs.route.answer_features import Answered
     from disambig.programs.route.features import FEATURES
 
     first_rows = load_rows(run_folder(runs, dataset, split, FIRST))
@@ -201,7 +82,7 @@ def load_split(dataset: str, metric: str, second: str, runs: Path, split: str, l
                 for name in (FIRST, second)}
     labels, _ = label_questions(outcomes, metric)
     better = np.array([labels[i] == second for i in ids])
-    answer_x = np.array([[f(first_rows[i]) for f in ANSWER_FEATURES.values()] for i in ids])
+    answer_x = np.array([[f(Answered.from_row(first_rows[i])) for f in ANSWER_FEATURES.values()] for i in ids])
     retrieval_x = matrix(observe_all([first_rows[i]["question"] for i in ids], retriever), list(FEATURES))
     return Split(ids, first_rows, second_rows, better, answer_x, retrieval_x)
 
@@ -253,19 +134,10 @@ def logistic(c: float) -> object:
     return make_pipeline(StandardScaler(), LogisticRegression(C=c, max_iter=5000))
 
 
-def folds(y: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-    from sklearn.model_selection import RepeatedStratifiedKFold
-
-    k = min(FOLDS, int(y.sum()), int((~y).sum()))
-    if k < 2:
-        return []
-    return list(RepeatedStratifiedKFold(n_splits=k, n_repeats=REPEATS, random_state=SEED).split(np.zeros(len(y)), y))
-
-
 def cross_validated(split: Split, metric: str, decide: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> float:
     """Mean over repeats of the train cascade's metric when each fold's decisions come from ``decide(train rows,
     held-out rows)`` fitted without that fold (NaN when the labels are too few to fold)."""
-    plan = folds(split.better)
+    plan = cascade_folds(split.better)
     if not plan:
         return float("nan")
     per_fold = len(plan) // REPEATS
@@ -341,14 +213,39 @@ def feature_names() -> list[str]:
     return list(FEATURES)
 
 
-def cascade_table(train: Split, dev: Split, metric: str, second: str) -> str:
-    """The policies' train and dev metric, dev Δ to vanilla with its paired interval, escalations and cost."""
+def compiled_row(artifact: Path, train: Split, dev: Split) -> tuple[str, np.ndarray, np.ndarray, str]:
+    """The row of a compiled cascade (``disambig compile route --cascade``): its saved model and threshold applied to
+    the train and dev features."""
+    import json
+
+    from disambig.programs.route.cascade import CascadePolicy
+    from disambig.programs.route.program import CASCADE_KEY
+
+    state = json.loads(artifact.read_text(encoding="utf-8"))
+    if CASCADE_KEY not in state:
+        raise SystemExit(f"{artifact} holds no route cascade; compile one with disambig compile route --cascade")
+    policy = CascadePolicy.from_dict(state[CASCADE_KEY])
+    label = f"compiled: `{artifact.name}`"
+    if policy.model is None:
+        up = policy.constant == "escalate"
+        return (label, np.full(len(train.ids), up), np.full(len(dev.ids), up), f"constant {policy.constant}")
+    names = [*ANSWER_FEATURES, *feature_names()]
+    if list(policy.model.features) != names:
+        raise SystemExit(f"{artifact} reads features {list(policy.model.features)[:3]}...; this bench computes {names}")
+    train_p, dev_p = (policy.model.predict_proba(np.hstack([s.answer_x, s.retrieval_x]))[:, 1] for s in (train, dev))
+    return (label, train_p > policy.threshold, dev_p > policy.threshold, f"threshold {policy.threshold:g} (saved)")
+
+
+def cascade_table(train: Split, dev: Split, metric: str, second: str, artifact: Path | None = None) -> str:
+    """The policies' train and dev metric, dev Δ to vanilla with its paired interval, escalations and cost (and the
+    compiled ``artifact``'s row when given)."""
     from rescore import difference_cell
 
     reference = dev.cascade(np.zeros(len(dev.ids), bool))[0]
     rows = [(f"{FIRST} (never escalate)", np.zeros(len(train.ids), bool), np.zeros(len(dev.ids), bool), ""),
             (f"{second} (always)", np.ones(len(train.ids), bool), np.ones(len(dev.ids), bool), ""),
             *policies(train, dev, metric),
+            *([compiled_row(artifact, train, dev)] if artifact is not None else []),
             ("oracle cascade (escalate exactly when better)", train.better, dev.better, "")]
     lines = [f"| policy | train {metric} | dev {metric} | dev Δ vs {FIRST} [95% CI] | dev escalated | dev LM calls/q | "
              "dev tokens/q | chosen on train by |", "|---|---|---|---|---|---|---|---|"]
@@ -361,12 +258,13 @@ def cascade_table(train: Split, dev: Split, metric: str, second: str) -> str:
     return "\n".join(lines)
 
 
-def report(dataset: str, metric: str, second: str, runs: Path, sizes: dict[str, int]) -> str:
+def report(dataset: str, metric: str, second: str, runs: Path, sizes: dict[str, int], artifact: Path | None = None
+           ) -> str:
     from disambig.retrieval import build_retriever
 
     retriever = build_retriever("hybrid", corpus="wiki-slice")
     train, dev = (load_split(dataset, metric, second, runs, split, n, retriever) for split, n in sizes.items())
-    return "\n".join([aucs(train, dev), "", cascade_table(train, dev, metric, second), "",
+    return "\n".join([aucs(train, dev), "", cascade_table(train, dev, metric, second, artifact), "",
                       f"Label: {second} better than {FIRST} on {metric} (utility, ties to the cheaper). The cascade "
                       f"always runs {FIRST} (its calls are in every row) and adds {second}'s calls when it escalates; "
                       f"{second} alone makes {second_calls(dev, np.arange(len(dev.ids))):.2f} calls/q on dev. Train "
@@ -387,8 +285,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--train", type=int, default=60)
     parser.add_argument("--dev", type=int, default=50)
     parser.add_argument("--results", type=Path)
+    parser.add_argument("--artifact", type=Path, help="A compiled cascade's state (disambig compile route --cascade).")
     args = parser.parse_args(argv)
-    text = report(args.dataset, args.metric, args.escalate, args.runs, {"train": args.train, "dev": args.dev})
+    text = report(args.dataset, args.metric, args.escalate, args.runs, {"train": args.train, "dev": args.dev},
+                  args.artifact)
     print(text)
     if args.results:
         write_section(args.results, f"cascade-{args.dataset}", text,

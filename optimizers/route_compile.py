@@ -1,5 +1,6 @@
 """``disambig compile route``: run the candidates on the train split, label each question with its best action,
-fit the detector and the policy, measure on held-out questions, save JSON state + manifest."""
+fit the detector and the policy, measure on held-out questions, save JSON state + manifest. With ``cascade`` set
+(``--cascade FIRST,ESCALATE``) it fits a cascade instead (``disambig.optimizers.cascade_compile``)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ class RouteJob:
     name: str = "policy"
     detector_train: int | None = None  # AmbigNQ train questions the detector learns from (None: all)
     candidate_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cascade: tuple[str, str] | None = None  # (first, escalate): fit a cascade; the candidates are these two
 
 
 def run_route_compile(settings: Settings, job: RouteJob, out: Path, progress: Progress | None = None,
@@ -52,6 +54,13 @@ def run_route_compile(settings: Settings, job: RouteJob, out: Path, progress: Pr
     from disambig.retrieval import build_retriever
 
     check_candidates(list(job.candidates), list(PROGRAMS))
+    if job.cascade is not None and (len(job.cascade) != 2 or tuple(job.candidates) != tuple(job.cascade)):
+        raise ConfigurationError(f"a cascade names two candidates, the first and the escalation (--cascade "
+                                 f"vanilla-rag,adf); got cascade {list(job.cascade)} with candidates "
+                                 f"{list(job.candidates)}")
+    if job.cascade is not None and job.allow:
+        raise ConfigurationError(f"a cascade always answers; it cannot also allow {', '.join(job.allow)} (drop "
+                                 "--allow or --cascade)")
     if "clarify" in job.allow:
         raise ConfigurationError("compile route cannot label clarify yet (its worth needs a simulated user's "
                                  "choice); allow abstain only, or use clarify with an uncompiled route")
@@ -65,13 +74,18 @@ def run_route_compile(settings: Settings, job: RouteJob, out: Path, progress: Pr
     with passage_framing(settings.passage_framing):  # after configure_dspy: a dspy.context holds the LM of its start
         outcomes = {split: {c: candidate_outcomes(settings, job, c, options[c], split, examples, retriever, corpus)
                             for c in job.candidates} for split, examples in (("train", train), ("dev", heldout))}
-    detector = train_detector(retriever, job.detector_train, progress)
-    policy, labels, fit_note = train_policy(job, retriever, detector, train, outcomes["train"], progress)
     route = Route(retriever, job.candidates, options, job.allow)
-    route.policy_ = policy
-    from disambig.optimizers.route_eval import compose_heldout
+    detector = None
+    if job.cascade is not None:
+        from disambig.optimizers.cascade_compile import train_cascade
 
-    held = compose_heldout(route, heldout, outcomes["dev"], job.metric, progress)
+        route.cascade_, labels, fit_note, held = train_cascade(job, retriever, train, heldout, outcomes, progress)
+    else:
+        from disambig.optimizers.route_eval import compose_heldout
+
+        detector = train_detector(retriever, job.detector_train, progress)
+        route.policy_, labels, fit_note = train_policy(job, retriever, detector, train, outcomes["train"], progress)
+        held = compose_heldout(route, heldout, outcomes["dev"], job.metric, progress)
     from disambig.optimizers.session import ids_hash
 
     manifest = build_manifest(job, settings, corpus, options, detector, fit_note, labels, held)
@@ -178,7 +192,8 @@ def build_manifest(job: RouteJob, settings: Settings, corpus: str, options: dict
 
     mix = {a: list(labels.values()).count(a) for a in sorted(set(labels.values()))}
     return {
-        "program": "route", "dataset": job.dataset, "metric": job.metric, "optimizer": "route-policy",
+        "program": "route", "dataset": job.dataset, "metric": job.metric,
+        "optimizer": "route-cascade" if job.cascade else "route-policy",
         "budget": {"train": job.n_train, "val": job.n_val, "cost_weight": job.cost_weight,
                    "detector_train": job.detector_train},
         "scores": {"before": held["best_single"]["score"], "after": held["route"]["score"],
@@ -187,7 +202,7 @@ def build_manifest(job: RouteJob, settings: Settings, corpus: str, options: dict
         "knobs": {"candidates": list(job.candidates), "candidate_options": options, "allow": list(job.allow)},
         "candidate_runs": {f"{s}/{c}": str(run_folder(job.runs, job.dataset, s, c)) for s in ("train", "dev")
                            for c in job.candidates},
-        "train_labels": mix, "fit": fit_note, "detector_features": len(detector.model.features),
+        "train_labels": mix, "fit": fit_note, "detector_features": len(detector.model.features) if detector else 0,
         "job": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(job).items()},
         "lm": settings.lm, "lm_model": parse_spec(settings.lm).model_name, "retriever": f"hybrid:{corpus}",
         "passage_framing": settings.passage_framing,

@@ -41,6 +41,17 @@ def read_outcomes(folder: Path) -> dict[str, Outcome]:
             for _, row in read_jsonl(path)}
 
 
+def read_rows(folder: Path) -> dict[str, dict[str, Any]]:
+    """``{question id: row}`` of a run folder's ``results.jsonl``, rows as stored (question, prediction, trace)."""
+    from disambig.data.jsonl import read_jsonl
+
+    path = folder / "results.jsonl"
+    if not path.is_file():
+        raise ConfigurationError(f"no answers at {str(path)!r}; run the candidate first (disambig eval ... --out "
+                                 f"{folder})")
+    return {str(row["id"]): row for _, row in read_jsonl(path)}
+
+
 def stored_commits(folder: Path) -> set[str]:
     """The commits whose code wrote the rows of a run folder ("" for a row from uncommitted code)."""
     from disambig.data.jsonl import read_jsonl

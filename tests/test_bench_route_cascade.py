@@ -1,4 +1,4 @@
-"""``bench/route_cascade.py``: answer-side features of a stored VanillaRAG row and the cascade's composition."""
+"""``bench/route_cascade.py``: the cascade's composition from stored rows (its features are the package's)."""
 
 from __future__ import annotations
 
@@ -17,28 +17,16 @@ def cascade(monkeypatch):
     return importlib.import_module("route_cascade")
 
 
-def row(answer: str, scores: dict | None = None, calls: int = 2, readings: int = 0) -> dict:
+def row(answer: str, scores: dict | None = None, calls: int = 2) -> dict:
     return {"question": "Who won the cup in 1998?", "scores": scores or {"str-em": 0.0},
             "trace": {"lm_calls": calls, "input_tokens": 100, "output_tokens": 20},
-            "prediction": {"long_answer": answer, "passages": [{"title": "Cup", "text": "France won the cup in 1998."}],
-                           "interpretations": [{"question": f"Who won the cup in {1998 + k}?", "answer": "France"}
-                                               for k in range(readings)]}}
+            "prediction": {"long_answer": answer, "passages": [], "interpretations": []}}
 
 
-def test_answer_features_on_a_hand_read_answer(cascade):
-    r = row("France won the cup in 1998 and in 2018, beating Brazil 3 to 0 in the", readings=2)
-    values = {name: f(r) for name, f in cascade.ANSWER_FEATURES.items()}
-    assert values["answer_cut"] == 1.0  # no closing full stop
-    assert values["years"] == 2.0  # 1998, 2018
-    assert values["numbers"] == 4.0  # 1998, 2018, 3, 0
-    assert values["names"] == 2.0  # france, brazil
-    # content words: france won cup 1998 2018 beating brazil 3 0 -> the passage holds france won cup 1998: 4 of 9
-    assert values["passage_overlap"] == pytest.approx(4 / 9)
-    assert values["n_readings"] == 2.0 and values["distinct_answers"] == 1.0
-    assert values["distinct_questions"] == 1.0  # the 1999 reading; the 1998 one repeats the question
-    assert values["says_unknown"] == 0.0
-    assert cascade.says_unknown(row("The passages do not mention the winner.")) == 1.0
-    assert cascade.repetition(row("x y z x y z")) == pytest.approx(1 / 4)  # trigrams xyz yzx zxy xyz
+def test_the_bench_reads_the_packages_answer_features(cascade):
+    from disambig.programs.route import answer_features
+
+    assert cascade.ANSWER_FEATURES is answer_features.ANSWER_FEATURES  # one definition (tested in test_route_*)
 
 
 def test_cascade_adds_the_escalations_calls_and_takes_its_answer(cascade):

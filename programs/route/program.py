@@ -3,6 +3,9 @@
 Actions: answer with one of the candidate programs named at compile time, ask the user a clarifying question
 with the readings a cheap step found (``clarify``), or give no answer with the reason (``abstain``). Without a
 compiled policy every question takes the first candidate.
+
+In cascade mode (``cascade_``, a ``CascadePolicy``) the first candidate always answers, and its answer with the
+retrieval decides whether the second answers instead; the trace then counts both runs.
 """
 
 from __future__ import annotations
@@ -15,10 +18,13 @@ import dspy
 from disambig.errors import ConfigurationError
 from disambig.lm.usage import measured
 from disambig.programs.result import make_prediction
+from disambig.programs.route.answer_features import Answered
+from disambig.programs.route.cascade import CascadeDecision, CascadePolicy
 from disambig.programs.route.features import named, observe
 from disambig.programs.route.policy import ABSTAIN, ANSWER, CLARIFY, Decision, RoutePolicy, answer_action
 
 POLICY_KEY = "route_policy"  # where the policy sits in the saved state, beside the candidates' predictors
+CASCADE_KEY = "route_cascade"  # where a cascade sits in the saved state (absent for a routing policy)
 OPTIONAL_ACTIONS = (CLARIFY, ABSTAIN)
 NO_SUPPORT = "nothing retrieved supports any reading of the question"
 
@@ -56,6 +62,7 @@ class Route(dspy.Module):
 
             self.clarifier = PseudoInterpreter()
         self.policy_ = RoutePolicy(default=answer_action(candidates[0]))
+        self.cascade_: CascadePolicy | None = None
         self.ask_user: Callable[[str, list[str]], str] | None = None  # set by `ask --interactive`
 
     @property
@@ -64,19 +71,53 @@ class Route(dspy.Module):
         return [answer_action(c) for c in self.candidates] + self.allow
 
     def decide(self, question: str) -> Decision:
-        """The policy's choice for ``question`` without running it (one search in each first-stage list)."""
+        """The policy's choice for ``question`` without running it (one search in each first-stage list).
+
+        Raises:
+            ConfigurationError: a cascade, whose choice needs its first candidate's answer (``escalation``).
+        """
+        if self.cascade_ is not None:
+            c = self.cascade_
+            raise ConfigurationError(f"this route is a cascade ({c.first} first, then {c.escalate}): its decision "
+                                     f"reads {c.first}'s answer, so it cannot decide before {c.first} has answered; "
+                                     f"give it that answer (a stored {c.first} run) or run the route")
         obs = observe(question, self.retriever)
         return self.policy_.decide(obs, named(obs), self.actions)
 
+    def escalation(self, question: str, answer: Answered) -> CascadeDecision:
+        """The cascade's choice for ``question`` once its first candidate gave ``answer`` (one search in each
+        first-stage list, no LM call)."""
+        if self.cascade_ is None:
+            raise ConfigurationError("this route has no cascade; its decision needs no answer (use decide)")
+        return self.cascade_.decide(answer, observe(question, self.retriever))
+
     def forward(self, question: str) -> dspy.Prediction:
         with measured() as trace:
-            decision = self.decide(question)
             trace.retrieval_calls += 2
-            prediction = self.act(question, decision)
+            if self.cascade_ is None:
+                decision = self.decide(question)
+                prediction, dropped = self.act(question, decision), None
+            else:
+                decision, prediction, dropped = self.run_cascade(question)
             inner = dict(getattr(prediction, "trace", {}) or {})
             trace.retrieval_calls += int(inner.get("retrieval_calls", 0))
             trace.notes = {**(inner.get("notes") or {}), "route": decision.to_dict()}
+            if dropped is not None:
+                kept = dict(dropped.get("trace") or {})
+                trace.retrieval_calls += int(kept.get("retrieval_calls", 0))
+                trace.notes["cascade_first"] = {"long_answer": dropped.get("long_answer", ""),
+                                                "lm_calls": kept.get("lm_calls", 0),
+                                                "output_tokens": kept.get("output_tokens", 0)}
         return routed(prediction, decision, trace)
+
+    def run_cascade(self, question: str) -> tuple[CascadeDecision, dspy.Prediction, dspy.Prediction | None]:
+        """The first candidate's answer, then the escalation's when the cascade calls for it: the decision, the
+        prediction returned, and the first candidate's when it was replaced (else None)."""
+        first = self.answerers[self.cascade_.first](question=question)
+        decision = self.escalation(question, Answered.from_prediction(question, first))
+        if not decision.escalated:
+            return decision, first, None
+        return decision, self.answerers[self.cascade_.escalate](question=question), first
 
     def act(self, question: str, decision: Decision) -> dspy.Prediction:
         """Run the chosen action: the candidate's answer, the clarifying question, or the abstention."""
@@ -105,10 +146,17 @@ class Route(dspy.Module):
         return prediction
 
     def dump_state(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        return super().dump_state(*args, **kwargs) | {POLICY_KEY: self.policy_.to_dict()}
+        cascade = {CASCADE_KEY: self.cascade_.to_dict()} if self.cascade_ is not None else {}
+        return super().dump_state(*args, **kwargs) | {POLICY_KEY: self.policy_.to_dict()} | cascade
 
     def load_state(self, state: dict[str, Any], *args: Any, **kwargs: Any) -> Route:
         state = dict(state)
+        cascade = CascadePolicy.from_dict(state.pop(CASCADE_KEY)) if CASCADE_KEY in state else None
+        missing = [c for c in ((cascade.first, cascade.escalate) if cascade else ()) if c not in self.candidates]
+        if missing:
+            raise ConfigurationError(f"the saved route cascade runs {', '.join(missing)}, which is not among this "
+                                     f"program's candidates ({', '.join(self.candidates)}); build it with "
+                                     f"candidates {cascade.first},{cascade.escalate}")
         policy = RoutePolicy.from_dict(state.pop(POLICY_KEY)) if POLICY_KEY in state else self.policy_
         unknown = sorted({policy.default, *(policy.policy.classes if policy.policy else ())} - set(self.actions))
         if unknown:
@@ -116,11 +164,11 @@ class Route(dspy.Module):
                                      f"(candidates {', '.join(self.candidates)}, allowed "
                                      f"{', '.join(self.allow) or 'nothing else'})")
         super().load_state(state, *args, **kwargs)
-        self.policy_ = policy
+        self.policy_, self.cascade_ = policy, cascade
         return self
 
 
-def routed(prediction: dspy.Prediction, decision: Decision, trace: Any) -> dspy.Prediction:
+def routed(prediction: dspy.Prediction, decision: Decision | CascadeDecision, trace: Any) -> dspy.Prediction:
     """The common prediction fields of ``prediction``, plus the route's own: the action and program taken, the
     clarifying question and its options, and the abstention reason (empty when they do not apply)."""
     from dataclasses import asdict
