@@ -120,8 +120,17 @@ def beir_examples(name: str, split: str = "test", limit: int | None = None) -> l
 
 
 def question_file(path: Path) -> Path:
-    """The questions of a benchmark folder (``disambig data spiderqa`` writes ``questions.jsonl``), else ``path``."""
-    return path / "questions.jsonl" if path.is_dir() else path
+    """The questions of a benchmark folder (``disambig data spiderqa`` writes ``questions.jsonl``), else ``path``.
+
+    Raises:
+        ConfigurationError: a folder without ``questions.jsonl``.
+    """
+    if not path.is_dir():
+        return path
+    if not (path / "questions.jsonl").is_file():
+        raise ConfigurationError(f"dataset folder {str(path)!r} has no questions.jsonl; give a JSONL file of "
+                                 "questions, a BEIR folder, or a folder `disambig data spiderqa` built")
+    return path / "questions.jsonl"
 
 
 def _from_hub(hub_name: str) -> list[dspy.Example]:

@@ -44,8 +44,7 @@ def match_rows(rows: list[dict[str, Any]], examples: list[Any]) -> list[Any]:
     by_question = {question_key(ex.question): ex for ex in examples}
     matched, missing = [], []
     for number, row in enumerate(rows, start=1):
-        if "question" not in row:
-            raise ValueError(f"prediction row {number} has no 'question'; every row needs the question it answers")
+        check_row(number, row)
         example = by_id.get(str(row.get("id"))) if row.get("id") is not None else None
         example = example or by_question.get(question_key(row["question"]))
         if example is None:
@@ -56,6 +55,51 @@ def match_rows(rows: list[dict[str, Any]], examples: list[Any]) -> list[Any]:
         raise ValueError(f"{len(missing)} prediction row(s) match no question of the dataset by id or question "
                          f"text: {shown}. Score against the dataset they answer (--dataset)")
     return matched
+
+
+def check_row(number: int, row: dict[str, Any]) -> None:
+    """Refuse prediction row ``number`` unless its fields have the types the metrics read (see the module doc).
+
+    Raises:
+        ValueError: one line naming the row, the field, what it must be and what it is.
+    """
+    if "question" not in row:
+        raise ValueError(f"prediction row {number} has no 'question'; every row needs the question it answers")
+    wrong = _wrong_field(row)
+    if wrong:
+        field_name, must = wrong
+        value = row[field_name]
+        raise ValueError(f"prediction row {number}: {field_name!r} must be {must}, got {type(value).__name__} "
+                         f"{_shown(value)}")
+
+
+def _wrong_field(row: dict[str, Any]) -> tuple[str, str] | None:
+    """The first field of ``row`` whose type the metrics cannot read, and what it must be; None if all can be."""
+    text, number = (str, type(None)), (int, float, type(None))
+    checks = (("question", "text", lambda v: isinstance(v, str)),
+              ("id", "text, a number or null", lambda v: isinstance(v, (str, int, float, type(None)))),
+              ("long_answer", "text or null", lambda v: isinstance(v, text)),
+              ("answers", "a list of texts", lambda v: _list_of(v, str)),
+              ("interpretations", "a list of {question, answer, passage_ids} objects", _readings),
+              ("passages", "a list of {id, title, text} objects", lambda v: _list_of(v, dict)),
+              ("count", "a number or null", lambda v: isinstance(v, number) and not isinstance(v, bool)),
+              ("retained_chunk_ids", "a list of ids", lambda v: _list_of(v, (str, int))))
+    return next(((name, must) for name, must, ok in checks if name in row and not ok(row[name])), None)
+
+
+def _list_of(value: Any, kind: type | tuple[type, ...]) -> bool:
+    return value is None or (isinstance(value, list) and all(isinstance(v, kind) for v in value))
+
+
+def _readings(value: Any) -> bool:
+    return _list_of(value, dict) and all(
+        isinstance(r.get(key), (str, type(None))) for r in value or [] for key in ("question", "answer")) and all(
+        _list_of(r.get("passage_ids"), (str, int)) for r in value or [])
+
+
+def _shown(value: Any, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def answered_examples(rows: list[dict[str, Any]], examples: list[Any]) -> list[Any]:

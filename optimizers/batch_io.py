@@ -71,9 +71,14 @@ def _read(path: Path) -> Any:
         from disambig.data.jsonl import check_text
 
         check_text(path)
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-        for column in set(NESTED_COLUMNS) & set(frame.columns):
-            frame[column] = [json.loads(v) if v else None for v in frame[column]]
+        try:
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+            reason = str(exc).strip().splitlines()[-1]
+            raise ConfigurationError(f"{str(path)!r} is not a CSV table ({reason}); give a header line naming the "
+                                     "columns, then one row per line") from None
+        for column in sorted(set(NESTED_COLUMNS) & set(frame.columns)):
+            frame[column] = [_nested(v, path, column, row) for row, v in enumerate(frame[column], 1)]
         return frame
     from disambig.data.jsonl import read_jsonl
 
@@ -105,6 +110,15 @@ def write_table(frame: Any, path: Path) -> Path:
             encoded[column] = [json.dumps(v, ensure_ascii=False) for v in encoded[column]]
         return write_text(path, encoded.to_csv(index=False))
     return write_text(path, "".join(f"{row_line(row)}\n" for row in frame.to_dict("records")))
+
+
+def _nested(text: str, path: Path, column: str, row: int) -> Any:
+    """A CSV cell of a nested column (``NESTED_COLUMNS``: lists and objects stored as JSON text), read back."""
+    try:
+        return json.loads(text) if text else None
+    except json.JSONDecodeError:
+        raise ConfigurationError(f"{str(path)!r} row {row}: column {column!r} is not the JSON a batch table "
+                                 "stores there; fix the cell or leave it empty") from None
 
 
 def _plain(value: Any) -> Any:

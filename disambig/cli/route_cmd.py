@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from disambig.cli.errors import user_errors
+from disambig.cli.paths import check_output_file
 from disambig.settings import load_settings
 
 app = typer.Typer(no_args_is_help=True, help="The router: what it would do, question by question.")
@@ -72,6 +73,7 @@ def predict(
 
     if out.suffix != ".jsonl":
         raise ValueError(f"--out {str(out)!r} must end with .jsonl")
+    check_output_file(out, "--out", {"question": questions if questions is not None else Path(dataset)})
     from disambig.optimizers.artifact import read_manifest
     from disambig.optimizers.loading import resolve_state_path
 

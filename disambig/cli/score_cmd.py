@@ -18,6 +18,7 @@ from rich.table import Table
 
 from disambig.cli import options
 from disambig.cli.errors import user_errors
+from disambig.cli.paths import check_output_file
 
 if TYPE_CHECKING:
     from disambig.evaluation.judging import JudgedScoring
@@ -52,6 +53,8 @@ def score(
     from disambig.evaluation.scoring import score_predictions
     from disambig.metrics import is_judge_metric
 
+    if out is not None:
+        check_output_file(out, "--out", {"predictions": predictions, "question": Path(dataset)})
     rows = read_predictions(predictions)
     examples, kind = load_questions(dataset)
     names = metric_list(list(metric), kind, reader is not None)
@@ -81,15 +84,20 @@ def read_predictions(path: Path) -> list[dict[str, Any]]:
     """The JSON object on each non-blank line of ``path``; a bad line is an error naming it."""
     from disambig.data.jsonl import read_jsonl
 
-    return [flatten_result(row) for _, row in read_jsonl(path)]
+    return [flatten_result(row, f"{path}:{number}") for number, row in read_jsonl(path)]
 
 
-def flatten_result(row: dict[str, Any]) -> dict[str, Any]:
+def flatten_result(row: dict[str, Any], where: str = "a results row") -> dict[str, Any]:
     """A ``disambig eval`` results row (answer under ``prediction``; ``null`` for a failure, scored as an empty
-    answer) as a prediction row; any other row as it is."""
+    answer) as a prediction row; any other row as it is. A ``prediction`` that is neither is an error naming
+    ``where`` (``FILE:LINE``)."""
     if "prediction" not in row:
         return row
-    return {**(row["prediction"] or {}), "id": row.get("id"), "question": row.get("question")}
+    prediction = row["prediction"]
+    if not isinstance(prediction, dict | None):
+        raise ValueError(f"{where}: 'prediction' must be an object (or null for a failed question), got "
+                         f"{type(prediction).__name__}")
+    return {**(prediction or {}), "id": row.get("id"), "question": row.get("question")}
 
 
 def load_questions(dataset: str) -> tuple[list[Any], str]:
