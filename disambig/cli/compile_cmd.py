@@ -65,6 +65,9 @@ def compile_(
     detector_train: int | None = typer.Option(None, "--detector-train", min=10,
                                               help="route: AmbigNQ train questions the ambiguity detector learns "
                                                    "from (default: all)."),
+    cascade: str = typer.Option("", "--cascade", help="route: FIRST,ESCALATE: a cascade that answers with FIRST and "
+                                "escalates to ESCALATE when a logistic model on FIRST's answer and the retrieval "
+                                "says so (the two are the candidates; --candidates is not needed)."),
 ) -> None:
     """Score PROGRAM on held-out questions, compile it on the train split, score again, save JSON + manifest."""
     from disambig.optimizers.recipes import Budget
@@ -76,8 +79,10 @@ def compile_(
         from disambig.cli.route_cmd import compile_route
 
         compile_route(dataset, metric, candidates, train, val, cost_weight, allow, runs, detector_train, name, out,
-                      lm, threads, track, register, option)
+                      lm, threads, track, register, option, cascade)
         return
+    if cascade:
+        raise typer.BadParameter(f"--cascade {cascade!r} is for `disambig compile route`, not {program!r}")
     program_options = options.parse_program_options(option, program)
     options.export_lm_roles(verifier_lm, decoding, repetition_guard, repeat_penalty)
     settings = load_settings(lm=lm, threads=threads, lm_cache=cache)

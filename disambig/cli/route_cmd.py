@@ -19,16 +19,17 @@ app = typer.Typer(no_args_is_help=True, help="The router: what it would do, ques
 
 def compile_route(dataset: str, metric: str, candidates: str, train: int, val: int, cost_weight: float, allow: str,
                   runs: Path, detector_train: int | None, name: str, out: Path, lm: str | None, threads: int | None,
-                  track: bool, register: bool, option: list[str]) -> None:
+                  track: bool, register: bool, option: list[str], cascade: str = "") -> None:
     """Run ``compile route`` (called by ``disambig compile`` for PROGRAM ``route``)."""
     from rich.progress import Progress
 
     from disambig.optimizers.route_compile import RouteJob, run_route_compile
 
-    job = RouteJob(dataset=dataset, candidates=tuple(split_list(candidates, "--candidates")), metric=metric,
+    pair = cascade_pair(cascade, candidates)
+    job = RouteJob(dataset=dataset, candidates=pair or tuple(split_list(candidates, "--candidates")), metric=metric,
                    n_train=train, n_val=val, cost_weight=cost_weight, allow=tuple(split_list(allow, "--allow", True)),
-                   runs=runs, name=name or "policy", detector_train=detector_train,
-                   candidate_options=candidate_options(option))
+                   runs=runs, name=name or ("cascade" if pair else "policy"), detector_train=detector_train,
+                   candidate_options=candidate_options(option), cascade=pair)
     settings = load_settings(lm=lm, threads=threads)
     console = Console(stderr=True)
     with Progress(console=console) as bar:
@@ -47,7 +48,8 @@ def compile_route(dataset: str, metric: str, candidates: str, train: int, val: i
                       f"{result.after:.4f} (oracle {held['oracle']['score']:.4f})")
     out_console.print(f"LM calls per question: route {held['route']['lm_calls_per_q']:.2f}; "
                       + ", ".join(f"{c} {s['lm_calls_per_q']:.2f}" for c, s in held["singles"].items()))
-    out_console.print(f"actions: {held['actions']}")
+    out_console.print(f"actions: {held['actions']}" + (f" (escalated {held['escalated']} of {held['questions']})"
+                                                       if "escalated" in held else ""))
     out_console.print(f"saved {result.state_path} (+ manifest.json)")
     for key, value in tracked.items():
         out_console.print(f"MLflow {key}: {value}")
@@ -65,8 +67,13 @@ def predict(
     questions: Path | None = typer.Option(None, "--questions", help="A question table instead of --dataset: CSV, "
                                           "JSONL or Parquet with a 'question' column (and optionally 'id'), as "
                                           "`disambig batch` reads; no gold answers needed."),
+    first_run: Path | None = typer.Option(None, "--first-run", help="For a cascade artifact: a `disambig eval` "
+                                          "folder of its first candidate on these questions; the decision reads "
+                                          "its stored answers (no LM call)."),
 ) -> None:
-    """The policy's decision per question (action, program, P(ambiguous), action probabilities), no LM call."""
+    """The policy's decision per question (action, program, P(ambiguous), action probabilities), no LM call.
+
+    A cascade's decision needs its first candidate's answer: give it as ``--first-run``."""
     from disambig.data import load_dataset
     from disambig.optimizers.loading import load
     from disambig.run_setup import default_split
@@ -77,26 +84,60 @@ def predict(
     from disambig.optimizers.artifact import read_manifest
     from disambig.optimizers.loading import resolve_state_path
 
-    compiled_for = read_manifest(resolve_state_path(artifact)).get("program")
+    manifest = read_manifest(resolve_state_path(artifact))
+    compiled_for = manifest.get("program")
     if compiled_for != "route":
         raise ValueError(f"artifact {artifact!r} is a compiled {compiled_for!r}, not a route; compile one with "
                          "`disambig compile route --candidates a,b`")
+    is_cascade = manifest.get("optimizer") == "route-cascade"
+    if is_cascade and first_run is None:
+        first, escalate = (manifest.get("knobs") or {}).get("candidates", ["the first", "the escalation"])[:2]
+        raise ValueError(f"artifact {artifact!r} is a cascade ({first} first, then {escalate}): its decision reads "
+                         f"{first}'s answer to each question, which predict does not compute; pass --first-run DIR "
+                         f"(a `disambig eval {first}` folder on these questions) or run the route itself with "
+                         f"`disambig eval route --artifact {artifact}`")
+    if not is_cascade and first_run is not None:
+        raise ValueError(f"--first-run is for a cascade artifact; {artifact!r} decides from the retrieval alone")
     if questions is not None:
         asked = question_table(questions, limit)
     else:
         asked = [(str(ex.id), ex.question)
                  for ex in load_dataset(dataset, split=split or default_split(dataset), limit=limit)]
+    stored = first_answers(first_run, asked) if first_run is not None else {}
     route = load(artifact, settings=load_settings())
     rows = []
     for qid, question in asked:
-        d = route.decide(question).to_dict()
+        d = (route.escalation(question, stored[qid]) if is_cascade else route.decide(question)).to_dict()
         rows.append({"id": qid, "question": question, **{k: d[k] for k in ("action", "program", "p_ambiguous",
-                                                                           "probabilities")}})
+                                                                           "probabilities")},
+                     **({"p_escalate": d["cascade"]["p_escalate"], "escalated": d["cascade"]["escalated"],
+                         "features": d["features"]} if is_cascade else {})})
     from disambig.data.atomic import write_text
 
     write_text(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     mix = {a: sum(r["action"] == a for r in rows) for a in sorted({r["action"] for r in rows})}
     Console().print(f"{len(rows)} decisions → {out} · actions {mix}")
+
+
+def first_answers(folder: Path, asked: list[tuple[str, str]]) -> dict[str, Any]:
+    """Each asked question's stored answer (an ``Answered``) in the eval folder ``folder``, matched by id.
+
+    Raises:
+        ValueError: the folder lacks a question, or holds another question under its id.
+    """
+    from disambig.optimizers.route_data import read_rows
+    from disambig.programs.route import Answered
+
+    rows = read_rows(folder)
+    missing = [qid for qid, _ in asked if qid not in rows]
+    if missing:
+        raise ValueError(f"--first-run {str(folder)!r} has no answer to {len(missing)} of {len(asked)} questions "
+                         f"(first id {missing[0]!r}); run the first candidate on them into that folder")
+    for qid, question in asked:
+        if str(rows[qid].get("question", "")).strip() != question.strip():
+            raise ValueError(f"--first-run {str(folder)!r} answered another question under id {qid!r} "
+                             f"({rows[qid].get('question')!r}, asked {question!r}); use the run of these questions")
+    return {qid: Answered.from_row(rows[qid]) for qid, _ in asked}
 
 
 def question_table(path: Path, limit: int | None) -> list[tuple[str, str]]:
@@ -106,6 +147,22 @@ def question_table(path: Path, limit: int | None) -> list[tuple[str, str]]:
     frame = read_questions(path)
     ids = [str(v) for v in frame["id"]] if "id" in frame.columns else [str(i) for i in range(len(frame))]
     return list(zip(ids, frame["question"], strict=True))[:limit]
+
+
+def cascade_pair(cascade: str, candidates: str) -> tuple[str, str] | None:
+    """``--cascade FIRST,ESCALATE`` as the pair (None when not given); ``--candidates``, if it names programs, must
+    name the same two."""
+    if not cascade.strip():
+        return None
+    pair = split_list(cascade, "--cascade")
+    if len(pair) != 2:
+        raise ValueError(f"--cascade {cascade!r} names {len(pair)} program(s); give two: the first and the "
+                         "escalation, e.g. --cascade vanilla-rag,adf")
+    named = [] if candidates.strip().isdigit() else split_list(candidates, "--candidates")
+    if named and named != pair:
+        raise ValueError(f"--candidates {candidates!r} disagrees with --cascade {cascade!r}; a cascade's candidates "
+                         "are its two programs (drop --candidates)")
+    return pair[0], pair[1]
 
 
 def split_list(value: str, flag: str, empty_ok: bool = False) -> list[str]:
