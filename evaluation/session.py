@@ -106,7 +106,8 @@ def claim_run_dir(out_dir: Path, config: EvalConfig) -> dict[str, Any]:
         previous = stored_params(path)
         defaults = asdict(EvalConfig(program="", dataset=""))  # a field newer than the folder's params: its default
         differing = sorted(k for k in asdict(config)
-                           if k != "metrics" and previous.get(k, defaults[k]) != params[k])
+                           if k != "metrics" and previous.get(k, defaults[k]) != params[k]
+                           and not (k == "limit" and grows(previous.get(k), config.limit)))
         if previous.get("lm_model", params["lm_model"]) != params["lm_model"]:  # `local` named another model then
             differing.append(f"model ({previous['lm_model']} then, {params['lm_model']} now)")
         if differing:
@@ -116,6 +117,12 @@ def claim_run_dir(out_dir: Path, config: EvalConfig) -> dict[str, Any]:
             )
     write_json(path, params, ensure_ascii=True)
     return params
+
+
+def grows(before: int | None, now: int | None) -> bool:
+    """Whether a resumed run's ``--limit`` extends the stored one (more questions, or all): the run then goes on
+    to the new questions; a smaller limit would drop answered ones from the report and is refused."""
+    return before is not None and (now is None or now >= before)
 
 
 def stored_params(path: Path) -> dict[str, Any]:

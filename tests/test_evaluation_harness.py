@@ -97,6 +97,18 @@ def test_a_folder_answered_by_another_model_under_the_same_spec_is_refused(tmp_p
         run_eval(CONFIG, Scripted(), examples(2), {"exact": exact}, tmp_path, track=False)
 
 
+def test_a_larger_limit_goes_on_to_the_new_questions_and_a_smaller_one_is_refused(tmp_path):
+    first = EvalConfig(program="scripted", dataset="toy", split="dev", metrics=("exact",), limit=2)
+    run_eval(first, Scripted(), examples(2), {"exact": exact}, tmp_path, track=False)
+    grown = Scripted()
+    more = run_eval(EvalConfig(**{**vars(first), "limit": 4}), grown, examples(4), {"exact": exact}, tmp_path,
+                    track=False)
+    assert grown.asked == ["question 2?", "question 3?"] and more.report["questions"] == 4
+    assert json.loads((tmp_path / "params.json").read_text())["limit"] == 4
+    with pytest.raises(ConfigurationError, match="different limit"):
+        run_eval(first, Scripted(), examples(2), {"exact": exact}, tmp_path, track=False)
+
+
 def test_a_folder_with_another_run_is_refused(tmp_path):
     run_eval(CONFIG, Scripted(), examples(2), {"exact": exact}, tmp_path, track=False)
     other = EvalConfig(program="scripted", dataset="toy", split="dev", lm="openai/gpt-4o-mini")
