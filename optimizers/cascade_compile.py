@@ -92,12 +92,15 @@ def worth(split: CascadeSplit, metric: str, cost_weight: float) -> Callable[[np.
     return value
 
 
-def fit_on(split: CascadeSplit, cascade: tuple[str, str], metric: str, cost_weight: float) -> tuple[Any, dict]:
-    """The ``CascadePolicy`` fitted on ``split`` and what the fit chose (for the manifest)."""
-    from disambig.optimizers.cascade_fit import fit_cascade
+def fit_on(split: CascadeSplit, cascade: tuple[str, str], metric: str, cost_weight: float,
+           thresholds: Sequence[float] | None = None) -> tuple[Any, dict]:
+    """The ``CascadePolicy`` fitted on ``split`` (threshold from ``thresholds``, default ``cascade_fit.THRESHOLDS``)
+    and what the fit chose (for the manifest)."""
+    from disambig.optimizers.cascade_fit import THRESHOLDS, fit_cascade
     from disambig.programs.route.cascade import CascadePolicy
 
-    fitted = fit_cascade(split.X, split.better, feature_names(), worth(split, metric, cost_weight))
+    fitted = fit_cascade(split.X, split.better, feature_names(), worth(split, metric, cost_weight),
+                         thresholds=thresholds or THRESHOLDS)
     policy = CascadePolicy(*cascade, fitted.model, fitted.threshold, fitted.constant)
     note = {"cascade_C": fitted.C, "cascade_threshold": fitted.threshold, "cascade_constant": fitted.constant,
             "cascade_cv_worth": fitted.cv, "train_better": int(split.better.sum())}
@@ -134,7 +137,7 @@ def train_cascade(job: Any, retriever: Any, train: Sequence[Any], heldout: Seque
         step = None if progress is None else (lambda done, total, n=name: progress(f"{n} features", done, total))
         splits[name] = cascade_split(examples, rows, outcomes[name], job.cascade, job.metric, job.cost_weight,
                                      retriever, step)
-    policy, note = fit_on(splits["train"], job.cascade, job.metric, job.cost_weight)
+    policy, note = fit_on(splits["train"], job.cascade, job.metric, job.cost_weight, job.cascade_thresholds)
     labels = {i: "escalate" if b else "keep" for i, b in zip(splits["train"].ids, splits["train"].better,
                                                                  strict=True)}
     return policy, labels, note, compose(policy, splits["dev"], job.metric)

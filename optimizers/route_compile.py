@@ -39,6 +39,7 @@ class RouteJob:
     detector_train: int | None = None  # AmbigNQ train questions the detector learns from (None: all)
     candidate_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     cascade: tuple[str, str] | None = None  # (first, escalate): fit a cascade; the candidates are these two
+    cascade_thresholds: tuple[float, ...] = ()  # thresholds the cascade's CV chooses from (empty: 0.5 alone)
 
 
 def run_route_compile(settings: Settings, job: RouteJob, out: Path, progress: Progress | None = None,

@@ -153,13 +153,17 @@ def test_the_fit_keeps_a_model_only_when_it_beats_never_and_always_escalating():
         return float(np.mean(np.where(escalate, better.astype(float), 0.5)))
 
     fit = fit_cascade(X, better, ["f1", "f2"], worth)
-    assert fit.model is not None and fit.constant is None and fit.threshold in (0.3, 0.4, 0.5, 0.6, 0.7)
+    assert fit.model is not None and fit.constant is None and fit.threshold == 0.5  # the default grid: 0.5 alone
+    fit = fit_cascade(X, better, ["f1", "f2"], worth, thresholds=(0.3, 0.5, 0.7))
+    assert fit.model is not None and fit.threshold in (0.3, 0.5, 0.7)
     # escalating exactly the better questions is worth (n_better + 0.5 n_other) / 40; the rule comes close
     assert fit.cv[f"C={fit.C:g}, threshold={fit.threshold:g}"] > worth(better) - 0.03
     assert worth(better) - 0.03 > max(fit.cv["never escalate"], fit.cv["always escalate"])
     noise = rng.random(40) < 0.3  # 30% better at random: never escalating (0.5) beats any rule
     fit = fit_cascade(X, noise, ["f1", "f2"], lambda up: float(np.mean(np.where(up, noise.astype(float), 0.5))))
     assert fit.model is None and fit.constant == "keep"
+    with pytest.raises(ValueError, match=r"cascade thresholds \[1.0\]"):
+        fit_cascade(X, better, ["f1", "f2"], worth, thresholds=(1.0,))
 
 
 def test_the_cascade_split_labels_and_composes_by_hand():

@@ -89,6 +89,9 @@ def test_compile_a_cascade_then_predict_from_the_first_run_and_evaluate(scripted
     (["--cascade", "closed-book,vanilla-rag", "--candidates", "closed-book,adf"], "disagrees with --cascade"),
     (["--cascade", "closed-book,dfa"], "unknown route candidate 'dfa'"),
     (["--cascade", "closed-book,vanilla-rag", "--allow", "abstain"], "cannot also allow abstain"),
+    (["--cascade-thresholds", "0.4,0.6", "--candidates", "closed-book,vanilla-rag"], "add --cascade"),
+    (["--cascade", "closed-book,vanilla-rag", "--cascade-thresholds", "0.4,high"], "give comma-separated"),
+    (["--cascade", "closed-book,vanilla-rag", "--cascade-thresholds", "0.5,1.5"], "give comma-separated"),
 ])
 def test_a_bad_cascade_is_one_line(scripted, asqa_file, tmp_path, extra, message):
     result = runner.invoke(app, ["compile", "route", "--dataset", asqa_file, "--no-track", "--out", str(tmp_path),
@@ -100,4 +103,5 @@ def test_a_bad_cascade_is_one_line(scripted, asqa_file, tmp_path, extra, message
 def test_cascade_is_refused_for_another_program(scripted, asqa_file, tmp_path):
     result = runner.invoke(app, ["compile", "vanilla-rag", "--dataset", asqa_file, "--cascade", "a,b", "--no-track",
                                  "--out", str(tmp_path)])
-    assert result.exit_code == 2 and "is for `disambig compile route`" in " ".join(result.output.split())
+    shown = " ".join(result.output.split())
+    assert result.exit_code == 2 and "--cascade and --cascade-thresholds are for" in shown and "'vanilla-rag'" in shown

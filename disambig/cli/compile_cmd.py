@@ -68,6 +68,9 @@ def compile_(
     cascade: str = typer.Option("", "--cascade", help="route: FIRST,ESCALATE: a cascade that answers with FIRST and "
                                 "escalates to ESCALATE when a logistic model on FIRST's answer and the retrieval "
                                 "says so (the two are the candidates; --candidates is not needed)."),
+    cascade_thresholds: str = typer.Option("", "--cascade-thresholds", help="route --cascade: thresholds on "
+                                           "P(escalation better) that train cross-validation chooses from, "
+                                           "comma-separated (default 0.5 alone)."),
 ) -> None:
     """Score PROGRAM on held-out questions, compile it on the train split, score again, save JSON + manifest."""
     from disambig.optimizers.recipes import Budget
@@ -79,10 +82,11 @@ def compile_(
         from disambig.cli.route_cmd import compile_route
 
         compile_route(dataset, metric, candidates, train, val, cost_weight, allow, runs, detector_train, name, out,
-                      lm, threads, track, register, option, cascade)
+                      lm, threads, track, register, option, cascade, cascade_thresholds)
         return
-    if cascade:
-        raise typer.BadParameter(f"--cascade {cascade!r} is for `disambig compile route`, not {program!r}")
+    if cascade or cascade_thresholds:
+        raise typer.BadParameter(f"--cascade and --cascade-thresholds are for `disambig compile route`, not "
+                                 f"{program!r}")
     program_options = options.parse_program_options(option, program)
     options.export_lm_roles(verifier_lm, decoding, repetition_guard, repeat_penalty)
     settings = load_settings(lm=lm, threads=threads, lm_cache=cache)

@@ -19,7 +19,8 @@ app = typer.Typer(no_args_is_help=True, help="The router: what it would do, ques
 
 def compile_route(dataset: str, metric: str, candidates: str, train: int, val: int, cost_weight: float, allow: str,
                   runs: Path, detector_train: int | None, name: str, out: Path, lm: str | None, threads: int | None,
-                  track: bool, register: bool, option: list[str], cascade: str = "") -> None:
+                  track: bool, register: bool, option: list[str], cascade: str = "", cascade_thresholds: str = ""
+                  ) -> None:
     """Run ``compile route`` (called by ``disambig compile`` for PROGRAM ``route``)."""
     from rich.progress import Progress
 
@@ -29,7 +30,8 @@ def compile_route(dataset: str, metric: str, candidates: str, train: int, val: i
     job = RouteJob(dataset=dataset, candidates=pair or tuple(split_list(candidates, "--candidates")), metric=metric,
                    n_train=train, n_val=val, cost_weight=cost_weight, allow=tuple(split_list(allow, "--allow", True)),
                    runs=runs, name=name or ("cascade" if pair else "policy"), detector_train=detector_train,
-                   candidate_options=candidate_options(option), cascade=pair)
+                   candidate_options=candidate_options(option), cascade=pair,
+                   cascade_thresholds=thresholds(cascade_thresholds, pair))
     settings = load_settings(lm=lm, threads=threads)
     console = Console(stderr=True)
     with Progress(console=console) as bar:
@@ -163,6 +165,21 @@ def cascade_pair(cascade: str, candidates: str) -> tuple[str, str] | None:
         raise ValueError(f"--candidates {candidates!r} disagrees with --cascade {cascade!r}; a cascade's candidates "
                          "are its two programs (drop --candidates)")
     return pair[0], pair[1]
+
+
+def thresholds(value: str, pair: tuple[str, str] | None) -> tuple[float, ...]:
+    """``--cascade-thresholds 0.4,0.5,0.6`` as floats (empty: the default); only with ``--cascade``."""
+    items = split_list(value, "--cascade-thresholds", True)
+    if items and pair is None:
+        raise ValueError("--cascade-thresholds applies to a cascade; add --cascade FIRST,ESCALATE")
+    try:
+        values = tuple(float(v) for v in items)
+    except ValueError:
+        values = (-1.0,)
+    if any(not 0.0 <= v < 1.0 for v in values):
+        raise ValueError(f"--cascade-thresholds {value!r}: give comma-separated probabilities in [0, 1), e.g. "
+                         "0.4,0.5,0.6")
+    return values
 
 
 def split_list(value: str, flag: str, empty_ok: bool = False) -> list[str]:
