@@ -59,7 +59,8 @@ class Setting:
     def describe(self) -> str:
         if self.llama_server:
             return (f"llama.cpp's llama-server, {self.workers} slot{'s' * (self.workers > 1)} × {CORES} threads "
-                    f"(continuous batching); {self.questions} question{'s' * (self.questions > 1)} at once")
+                    f"(continuous batching); {self.questions} question{'s' * (self.questions > 1)} × {self.calls} "
+                    f"call{'s' * (self.calls > 1)} at once")
         if self.spark:
             lm = "each loads its own model (1 thread)" if not self.workers else \
                 f"sharing one server of {self.workers} workers × {max(1, CORES // self.workers)} thread"
@@ -81,6 +82,8 @@ SETTINGS = {
     "llama-server-1": Setting(1, 1, 1, llama_server=True),
     "llama-server-2": Setting(2, 2, 1, llama_server=True),
     "llama-server-4": Setting(4, 4, 1, llama_server=True),
+    "llama-server-2-pc2": Setting(2, 1, 2, llama_server=True),
+    "llama-server-4-pc4": Setting(4, 1, 4, llama_server=True),
     "spark-own": Setting(0, 1, 1, spark=2),
     "spark-served": Setting(2, 1, 1, spark=2),
 }
