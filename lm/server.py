@@ -11,7 +11,8 @@ it reads a schema only as ``{"type": "json_object", "schema": ...}`` (OpenAI cli
 engine's is 1.0. And replies are made as the embedded engine makes them (``disambig.lm.served_replies``): the model
 is loaded without ``logits_all`` (which doubled prefill time) and log-probabilities are recorded per request under
 the response grammar, the repetition guard stops a looping reply, and a capped JSON reply ends at its last whole
-sentence.
+sentence. Log-probabilities are therefore served for non-streamed chat completions only; a streamed chat completion
+or a ``/v1/completions`` request asking for them is answered HTTP 400 before the model is asked.
 
 llama-cpp-python's server answers one request at a time per process; ``parallel`` > 1 runs that many uvicorn
 worker processes on the one port, each with its own context (the weights are memory-mapped, so shared).
@@ -53,6 +54,10 @@ STOPPING = threading.Event()
 """Set once this process's server begins to stop: every generation then ends at its next token."""
 STOPPED_REPLY = json.dumps({"error": {"message": "the LM server stopped before the reply was complete",
                                       "type": "server_stopping", "param": None, "code": None}}).encode()
+LOGPROBS_REFUSED = json.dumps({"error": {
+    "message": "log-probabilities are served for non-streamed /v1/chat/completions only (the model is loaded "
+               "without logits_all; they are recorded per reply); ask without stream, on /v1/chat/completions",
+    "type": "invalid_request_error", "param": "logprobs", "code": None}}).encode()
 _interrupted: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("interrupted", default=None)
 """The request being answered's flag, set when ``STOPPING`` cut its generation (read in the generating thread,
 which runs in a copy of the request's context)."""
@@ -292,11 +297,22 @@ def openai_chat_request(body: dict[str, Any], repeat_penalty: float = 1.0) -> di
     return out
 
 
+class UnservedLogprobs(Exception):
+    """A request asks for log-probabilities the served model cannot give (``OpenAIRequests`` answers it HTTP 400)."""
+
+
+async def _send_json(send: Any, status: int, body: bytes) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
 class OpenAIRequests:
     """ASGI middleware in front of llama-cpp-python's app: answer ``GET .../models`` itself (the app's own route
     waits for the model lock, so behind a long reply); rewrite each ``POST .../chat/completions`` body with
     ``openai_chat_request``, its log-probability wishes taken out (``served_replies``), and its reply finished as the
-    embedded engine finishes one; answer a request whose generation the server's stop cut short with HTTP 503; set
+    embedded engine finishes one; answer HTTP 400 a request for log-probabilities it cannot give (streamed, or on
+    ``/v1/completions``); answer a request whose generation the server's stop cut short with HTTP 503; set
     ``STOPPING`` when the app is told to shut down. Everything else passes through untouched."""
 
     def __init__(self, app: Any, model_id: str, repeat_penalty: float = 1.0, rule: LoopRule | None = None) -> None:
@@ -318,8 +334,12 @@ class OpenAIRequests:
             await self.app(scope, receive, send)
         else:
             request = None
-            if scope["path"].endswith("/chat/completions"):
-                scope, receive, request = await self._rewritten(scope, receive)
+            if scope["path"].endswith("/completions"):  # chat or plain: either may ask for log-probabilities
+                try:
+                    scope, receive, request = await self._rewritten(scope, receive)
+                except UnservedLogprobs:
+                    await _send_json(send, 400, LOGPROBS_REFUSED)
+                    return
             if scope is not None:
                 await self._answer(scope, receive, send if request is None else self._finishing(send, request),
                                    request)
@@ -397,7 +417,7 @@ class OpenAIRequests:
             chunks.append(message.get("body", b""))
             if not message.get("more_body", False):
                 break
-        body, request = self._rewrite(b"".join(chunks))
+        body, request = self._rewrite(b"".join(chunks), chat=scope["path"].endswith("/chat/completions"))
         headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"]
         headers.append((b"content-length", str(len(body)).encode()))
         delivered = False
@@ -411,14 +431,27 @@ class OpenAIRequests:
 
         return {**scope, "headers": headers}, replay, request
 
-    def _rewrite(self, body: bytes) -> tuple[bytes, ServedRequest | None]:
+    def _rewrite(self, body: bytes, chat: bool = True) -> tuple[bytes, ServedRequest | None]:
+        """A chat completion's body as the server reads it and its ``ServedRequest``; a plain completion's body as
+        sent.
+
+        Raises:
+            UnservedLogprobs: the request asks for log-probabilities that llama-cpp-python cannot give without
+                ``logits_all`` (a streamed chat completion, a plain completion) and ``served_replies`` does not record.
+        """
         try:
             parsed = json.loads(body)
         except ValueError:
             return body, None  # the server answers malformed JSON with its own 422
         if not isinstance(parsed, dict):
             return body, None
+        if not chat:
+            if parsed.get("logprobs") is not None:  # an int there: 0 still asks for the chosen token's
+                raise UnservedLogprobs
+            return body, None
         if parsed.get("stream"):  # streamed replies pass through as the server makes them
+            if parsed.get("logprobs"):
+                raise UnservedLogprobs
             return json.dumps(openai_chat_request(parsed, self.repeat_penalty)).encode(), None
         out, request = take_wishes(openai_chat_request(parsed, self.repeat_penalty), self.rule)
         return json.dumps(out).encode(), request

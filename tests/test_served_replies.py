@@ -102,3 +102,61 @@ def test_the_middleware_finishes_the_reply_with_its_new_length():
     assert json.loads(choice["message"]["content"]) == {"answer": "It was 1998."}
     assert choice["logprobs"] == {"content": [], "refusal": None}
     assert CURRENT.get() is None
+
+
+class RecordingApp:
+    """An ASGI app that only notes that it was called (the model would have been asked)."""
+
+    def __init__(self) -> None:
+        self.called = False
+
+    async def __call__(self, scope, receive, send):
+        self.called = True
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}", "more_body": False})
+
+
+@pytest.mark.parametrize(("path", "fields"), [
+    ("/v1/chat/completions", {"messages": [], "stream": True, "logprobs": True, "top_logprobs": 2}),
+    ("/v1/completions", {"prompt": "Hi", "logprobs": 2}),
+    ("/v1/completions", {"prompt": "Hi", "logprobs": 0}),  # 0 alternatives still asks for the chosen token's
+])
+def test_log_probabilities_the_model_cannot_give_are_refused_before_it_is_asked(path, fields):
+    # loaded without logits_all, llama-cpp-python raises on these (a 500, or a stream broken after its 200 header)
+    import asyncio
+
+    app, sent = RecordingApp(), []
+
+    async def receive():
+        return {"type": "http.request", "body": json.dumps(fields).encode(), "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": path, "headers": []}
+    asyncio.run(OpenAIRequests(app, "m", rule=RULE)(scope, receive, send))
+    assert not app.called and sent[0]["status"] == 400
+    error = json.loads(b"".join(m.get("body", b"") for m in sent[1:]))["error"]
+    assert error["param"] == "logprobs" and "non-streamed /v1/chat/completions" in error["message"]
+
+
+@pytest.mark.parametrize(("path", "fields"), [
+    ("/v1/chat/completions", {"messages": [], "stream": True}),
+    ("/v1/chat/completions", {"messages": [], "stream": True, "logprobs": False}),
+    ("/v1/completions", {"prompt": "Hi"}),
+    ("/v1/completions", {"prompt": "Hi", "logprobs": None}),
+])
+def test_requests_without_log_probabilities_still_reach_the_model(path, fields):
+    import asyncio
+
+    app = RecordingApp()
+
+    async def receive():
+        return {"type": "http.request", "body": json.dumps(fields).encode(), "more_body": False}
+
+    async def send(message):
+        pass
+
+    scope = {"type": "http", "method": "POST", "path": path, "headers": []}
+    asyncio.run(OpenAIRequests(app, "m", rule=RULE)(scope, receive, send))
+    assert app.called
