@@ -1,5 +1,6 @@
 """The HTTP app ``disambig serve`` runs: MLflow's scoring server for a compiled program's pyfunc model, behind a limit
-on the work it holds (``serving_admission``) and one on the size of a request body.
+on the work it holds (``serving_admission``), and that behind a bound on the size of a request body and the time it
+may take to arrive.
 
 MLflow's server reads and parses any body, however large, and the program then tokenises it; a body over the limit
 is refused here with HTTP 413 before any of that. uvicorn builds the app with ``create_app`` (``--factory``), from
@@ -8,6 +9,7 @@ the variables ``serve_command`` sets: nothing is loaded when this module is impo
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sys
@@ -17,6 +19,7 @@ from typing import Any
 from disambig.optimizers.serving_admission import DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_QUEUE, AdmissionLimit
 from disambig.optimizers.serving_drain import drain
 from disambig.optimizers.serving_errors import HideStackTraces
+from disambig.optimizers.serving_protocol import DEFAULT_READ_TIMEOUT, READ_TIMEOUT_ENV
 
 MODEL_PATH_ENV = "DISAMBIG_SERVE_MODEL_PATH"
 MAX_BYTES_ENV = "DISAMBIG_MAX_REQUEST_BYTES"
@@ -34,45 +37,70 @@ Send = Callable[[Message], Awaitable[None]]
 
 class BodyLimit:
     """ASGI middleware: a request whose body is over ``max_bytes`` gets HTTP 413 with a JSON error (the declared
-    ``Content-Length`` is checked first; a body without one is counted as it arrives), and never reaches ``app``.
+    ``Content-Length`` is checked first; a body without one is counted as it arrives), and never reaches ``app``; one
+    whose body has not arrived in full ``read_seconds`` after its headers gets HTTP 408 and its connection is closed.
 
-    The rest of a refused body, up to ``drain_factor`` times the limit, is read and dropped before the 413 is sent
-    (``serving_drain``), so that its client reads the reason. A body declared larger than that is refused at once.
+    The whole body is read here before ``app`` sees the request, so a client sending it slowly (or stalling short of
+    its ``Content-Length``) holds no place of the ``AdmissionLimit`` behind. The rest of a refused body, up to
+    ``drain_factor`` times the limit, is read and dropped before the 413 is sent (``serving_drain``), so that its
+    client reads the reason. A body declared larger than that is refused at once.
     """
 
     def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], max_bytes: int,
-                 drain_factor: int = DRAIN_FACTOR) -> None:
+                 drain_factor: int = DRAIN_FACTOR, read_seconds: float = DEFAULT_READ_TIMEOUT) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.drain_factor = drain_factor
+        self.read_seconds = read_seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = dict(scope.get("headers") or []).get(b"content-length", b"")
-        if declared.isdigit() and int(declared) > self.max_bytes:
-            if int(declared) <= self.max_bytes * self.drain_factor:
-                await drain(receive, self.max_bytes * self.drain_factor)
-            await self._refuse(send, int(declared))
+        try:
+            async with asyncio.timeout(self.read_seconds):
+                body = await self._read(scope, receive, send)
+        except TimeoutError:
+            await self._time_out(send)
             return
-        body, more = b"", True
-        while more:
-            message = await receive()
-            if message["type"] != "http.request":  # the client went away
-                return
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
-            if len(body) > self.max_bytes:
-                await drain(receive, self.max_bytes * self.drain_factor, len(body), more)
-                await self._refuse(send, len(body), exact=False)
-                return
+        if body is None:
+            return
         replay: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
 
         async def receive_body() -> Message:
             return replay.pop() if replay else await receive()
 
         await self.app(scope, receive_body, send)
+
+    async def _read(self, scope: Scope, receive: Receive, send: Send) -> bytes | None:
+        """The request's body; None when it was refused (413 sent) or its client went away."""
+        declared = dict(scope.get("headers") or []).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            if int(declared) <= self.max_bytes * self.drain_factor:
+                await drain(receive, self.max_bytes * self.drain_factor)
+            await self._refuse(send, int(declared))
+            return None
+        body, more = b"", True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away
+                return None
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > self.max_bytes:
+                await drain(receive, self.max_bytes * self.drain_factor, len(body), more)
+                await self._refuse(send, len(body), exact=False)
+                return None
+        return body
+
+    async def _time_out(self, send: Send) -> None:
+        message = (f"the request body did not arrive in full within {self.read_seconds:g} s of its headers; send the "
+                   f"whole body at once, or restart the server with a larger --read-timeout")
+        content = json.dumps({"error_code": "REQUEST_TIMEOUT", "message": message}).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(content)).encode()),
+                   (b"connection", b"close")]
+        await send({"type": "http.response.start", "status": 408, "headers": headers})
+        await send({"type": "http.response.body", "body": content})
 
     async def _refuse(self, send: Send, size: int, exact: bool = True) -> None:
         measured = f"{size:,} bytes" if exact else f"over {self.max_bytes:,} bytes"
@@ -84,25 +112,32 @@ class BodyLimit:
         await send({"type": "http.response.body", "body": content})
 
 
-def create_app() -> AdmissionLimit:
+def create_app() -> BodyLimit:
     """MLflow's scoring app for the model folder in ``DISAMBIG_SERVE_MODEL_PATH`` (its error replies without stack
-    traces, ``serving_errors``), behind ``BodyLimit`` with the
-    limit in ``DISAMBIG_MAX_REQUEST_BYTES``, behind ``AdmissionLimit`` with the limits in
-    ``DISAMBIG_SERVE_MAX_CONCURRENT`` and ``DISAMBIG_SERVE_MAX_QUEUE`` (a refused request's body is never parsed)."""
+    traces, ``serving_errors``), behind ``AdmissionLimit`` with the limits in ``DISAMBIG_SERVE_MAX_CONCURRENT`` and
+    ``DISAMBIG_SERVE_MAX_QUEUE``, behind ``BodyLimit`` with the limit in ``DISAMBIG_MAX_REQUEST_BYTES`` and the
+    deadline in ``DISAMBIG_SERVE_READ_TIMEOUT``: a body is read in full before the request takes a place, and a
+    refused request's body is never parsed."""
     from mlflow.pyfunc import scoring_server
 
     model = scoring_server.load_model_with_mlflow_config(os.environ[MODEL_PATH_ENV])
-    limited = BodyLimit(HideStackTraces(scoring_server.init(model)),
-                        int(os.environ.get(MAX_BYTES_ENV, DEFAULT_MAX_BYTES)))
-    return AdmissionLimit(limited, int(os.environ.get(MAX_CONCURRENT_ENV, DEFAULT_MAX_CONCURRENT)),
-                          int(os.environ.get(MAX_QUEUE_ENV, DEFAULT_MAX_QUEUE)), limited.max_bytes * DRAIN_FACTOR)
+    max_bytes = int(os.environ.get(MAX_BYTES_ENV, DEFAULT_MAX_BYTES))
+    admitted = AdmissionLimit(HideStackTraces(scoring_server.init(model)),
+                              int(os.environ.get(MAX_CONCURRENT_ENV, DEFAULT_MAX_CONCURRENT)),
+                              int(os.environ.get(MAX_QUEUE_ENV, DEFAULT_MAX_QUEUE)), max_bytes * DRAIN_FACTOR)
+    return BodyLimit(admitted, max_bytes, read_seconds=float(os.environ.get(READ_TIMEOUT_ENV, DEFAULT_READ_TIMEOUT)))
 
 
 def serve_command(model_path: str, host: str, port: int, timeout: int, max_bytes: int,
-                  max_concurrent: int = DEFAULT_MAX_CONCURRENT,
-                  max_queue: int = DEFAULT_MAX_QUEUE) -> tuple[list[str], dict]:
-    """The uvicorn command (this Python's) that serves the model folder ``model_path``, and the variables it needs."""
+                  max_concurrent: int = DEFAULT_MAX_CONCURRENT, max_queue: int = DEFAULT_MAX_QUEUE,
+                  read_timeout: float = DEFAULT_READ_TIMEOUT) -> tuple[list[str], dict]:
+    """The uvicorn command (this Python's) that serves the model folder ``model_path``, and the variables it needs.
+
+    Its HTTP protocol is ``serving_protocol.HeaderTimeoutProtocol`` (uvicorn's h11 one, closing a connection that
+    sends no complete request headers within ``read_timeout`` seconds)."""
     command = [sys.executable, "-m", "uvicorn", "--factory", f"{__name__}:create_app", "--host", host,
-               "--port", str(port), "--workers", "1"]
+               "--port", str(port), "--workers", "1",
+               "--http", "disambig.optimizers.serving_protocol:HeaderTimeoutProtocol"]
     return command, {MODEL_PATH_ENV: model_path, MAX_BYTES_ENV: str(max_bytes), TIMEOUT_ENV: str(timeout),
-                     MAX_CONCURRENT_ENV: str(max_concurrent), MAX_QUEUE_ENV: str(max_queue)}
+                     MAX_CONCURRENT_ENV: str(max_concurrent), MAX_QUEUE_ENV: str(max_queue),
+                     READ_TIMEOUT_ENV: f"{read_timeout:g}"}

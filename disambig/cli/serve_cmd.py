@@ -35,6 +35,9 @@ def serve(
                                             "time whatever this is; a remote LM may take several)."),
     max_queue: int = typer.Option(16, "--max-queue", min=0,
                                   help="Requests that may wait for a turn; any beyond gets HTTP 503 with Retry-After."),
+    read_timeout: int = typer.Option(20, "--read-timeout", min=1,
+                                     help="Seconds a client has to send a request's headers (a connection that sends "
+                                          "none is closed) and again its body (HTTP 408 past it)."),
 ) -> None:
     """Answer POST /invocations {"inputs": ["question", ...]} with the compiled program (JSON state, no pickle).
 
@@ -44,7 +47,9 @@ def serve(
     are trusted. A body over --max-request-bytes gets HTTP 413, a request that is not a table of questions (no
     question column, a question that is not text) HTTP 400 with the reason. At most --max-concurrent requests are
     answered at once and --max-queue wait their turn; a request beyond both gets HTTP 503 at once, with a Retry-After
-    header and the reason, rather than waiting unanswered.
+    header and the reason, rather than waiting unanswered. A request's body is read in full before it takes a turn: a
+    client whose headers have not all arrived --read-timeout seconds after it connected (or after its last answer) is
+    disconnected, and one whose body has not arrived --read-timeout seconds after its headers gets HTTP 408.
 
     The server runs as its own process group: stopping this command (SIGTERM, SIGINT, SIGHUP) stops the server and
     its workers with it.
@@ -60,7 +65,7 @@ def serve(
     store = resolve_uri(tracking_uri)
     with downloaded(model_uri, store) as folder:
         command, variables = serve_command(folder, host, port, timeout, max_request_bytes, max_concurrent,
-                                           max_queue)
+                                           max_queue, read_timeout)
         code = process_group.run_as_group(command, {**os.environ, "MLFLOW_TRACKING_URI": store, **variables})
     raise typer.Exit(code)
 
