@@ -115,7 +115,12 @@ def _reason(reason: Any) -> str:
 
 class EndpointLM(PricedLM):
     """A ``dspy.LM`` at an explicit OpenAI-compatible ``api_base``: it takes a JSON schema as ``response_format``;
-    its calls' dollar cost reaches the trace where the model has a known price."""
+    its calls' dollar cost reaches the trace where the model has a known price, and so do its replies that the
+    token cap stopped (``cut_by_length``)."""
+
+    def update_history(self, entry: dict[str, Any]) -> None:
+        record_capped_replies(entry)
+        super().update_history(entry)
 
     @property
     def supports_response_schema(self) -> bool:
@@ -124,3 +129,17 @@ class EndpointLM(PricedLM):
     @property
     def supported_params(self) -> set[str]:
         return set(super().supported_params) | {"response_format"}
+
+
+def record_capped_replies(entry: dict[str, Any]) -> None:
+    """Count each reply of a call that the token cap stopped (``finish_reason == "length"``) as cut by length in
+    the innermost ``measured`` block; a call answered from the response cache (no ``usage``) counts nothing.
+    ``disambig lm serve`` ends such a reply at its last whole sentence, as the in-process engine does; a reply its
+    repetition guard stopped finishes as ``stop`` and is not counted here."""
+    from disambig.lm.usage import record_cut
+
+    if not entry.get("usage"):
+        return
+    for choice in getattr(entry.get("response"), "choices", None) or []:
+        if getattr(choice, "finish_reason", None) == "length":
+            record_cut("length")

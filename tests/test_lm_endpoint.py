@@ -180,3 +180,22 @@ def test_the_key_is_not_in_the_lms_saved_state_nor_in_the_settings(serve_stub, m
     assert lm.kwargs["api_key"] == SECRET  # sent to the endpoint ...
     assert SECRET not in json.dumps(lm.dump_state(), default=str)  # ... and nowhere else
     assert SECRET not in json.dumps(asdict(settings))
+
+
+def test_replies_stopped_by_the_token_cap_count_as_cut_by_length():
+    from types import SimpleNamespace
+
+    from disambig.lm.endpoint import record_capped_replies
+    from disambig.lm.usage import measured
+
+    def entry(*finishes: str, usage: dict | None = None) -> dict:
+        choices = [SimpleNamespace(finish_reason=f) for f in finishes]
+        return {"usage": {"completion_tokens": 5} if usage is None else usage,
+                "response": SimpleNamespace(choices=choices)}
+
+    with measured() as trace:
+        record_capped_replies(entry("length"))
+        record_capped_replies(entry("stop", "length"))
+        record_capped_replies(entry("stop"))
+        record_capped_replies(entry("length", usage={}))  # answered from the cache: no new reply
+    assert (trace.cut_by_length, trace.cut_by_repetition) == (2, 0)
