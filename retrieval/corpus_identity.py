@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
+import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 MEMO = "corpus-hashes.json"
 
@@ -80,14 +84,19 @@ def remembered(cache_dir: str | Path, file: Path) -> dict[str, Any] | None:
 
 
 def remember(cache_dir: str | Path, identity: FileIdentity, sha256: str, passages: int | None = None) -> None:
-    """Record ``file``'s hash under its identity (atomically; a lost race only means hashing once more)."""
+    """Record ``file``'s hash under its identity (atomically; a lost race only means hashing once more). The memo
+    only saves work: a cache folder it cannot be written to (read-only, full) leaves it unrecorded."""
     memo_file = Path(cache_dir) / MEMO
     memo = _read(memo_file)
     memo[identity.path] = {"identity": asdict(identity), "sha256": sha256, "passages": passages}
-    memo_file.parent.mkdir(parents=True, exist_ok=True)
-    tmp = memo_file.with_name(f"{MEMO}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(memo, indent=1), encoding="utf-8")
-    tmp.replace(memo_file)
+    tmp = memo_file.with_name(f"{MEMO}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        memo_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(memo, indent=1), encoding="utf-8")
+        tmp.replace(memo_file)
+    except OSError as exc:
+        logger.debug("corpus hash not remembered in %s: %s", memo_file, exc)
+        tmp.unlink(missing_ok=True)
 
 
 def _read(memo_file: Path) -> dict[str, Any]:

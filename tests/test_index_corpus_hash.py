@@ -117,3 +117,15 @@ def test_a_corpus_changed_behind_the_same_size_and_mtime_stops_the_resume(tmp_pa
                                                 r"start over with `disambig index build --corpus .* --kind dense "
                                                 r"--force`"):
         ensure_index("dense", corpus, settings.cache_dir, VocabEmbedder(), shard_size=2)
+
+
+def test_a_cache_folder_that_cannot_be_written_leaves_the_hash_unremembered(tmp_path):
+    from disambig.retrieval.corpus_identity import FileIdentity, remember, remembered
+
+    corpus = Path(write_corpus(tmp_path / "c.jsonl"))
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the cache folder should be")
+    remember(blocked, FileIdentity.of(corpus), "abc", 4)  # no error: the memo only saves work
+    assert remembered(blocked, corpus) is None and list(tmp_path.glob("**/*.tmp")) == []
+    remember(tmp_path / "cache", FileIdentity.of(corpus), "abc", 4)
+    assert remembered(tmp_path / "cache", corpus) == {"sha256": "abc", "passages": 4}
