@@ -8,6 +8,7 @@ the file be hashed again, so a changed corpus still gets a new index; an unchang
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -96,7 +97,8 @@ def remember(cache_dir: str | Path, identity: FileIdentity, sha256: str, passage
         tmp.replace(memo_file)
     except OSError as exc:
         logger.debug("corpus hash not remembered in %s: %s", memo_file, exc)
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
 
 
 def _read(memo_file: Path) -> dict[str, Any]:
