@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from disambig.evaluation.code_version import code_stamp, describe
+
 MAX_PASSAGES = 5_000_000
 WORDS = 100
 QUERIES = 200
@@ -133,14 +135,18 @@ def main() -> None:
                               env=env, capture_output=True, text=True, check=False)
         if done.returncode:
             raise SystemExit(f"worker for {n:,} passages failed:\n{done.stderr[-2000:]}")
-        rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        rows.append({**json.loads(done.stdout.strip().splitlines()[-1]), "code": describe(code_stamp()),
+                     "load1": round(os.getloadavg()[0], 2)})
         row = rows[-1]
         print(f"{n:>9,} passages  build {row['build_s']:7.1f} s  peak {row['peak_rss_mb']:6.0f} MB  lucene "
               f"{row['lucene_mb']:7.1f} MB  store {row['store_mb']:7.1f} MB  p50 {row['p50_ms']:6.2f} ms  p95 "
               f"{row['p95_ms']:6.2f} ms (k = 10: {row['p50_k10_ms']:.2f} / {row['p95_k10_ms']:.2f} ms)", flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "bm25.json").write_text(json.dumps(rows, indent=2), encoding="utf-8")
+    path = out / "bm25.json"  # rows of other sizes are kept: one file holds every size measured
+    kept = {r["passages"]: r for r in (json.loads(path.read_text(encoding="utf-8")) if path.exists() else [])}
+    kept.update({r["passages"]: r for r in rows})
+    path.write_text(json.dumps([kept[n] for n in sorted(kept)], indent=2), encoding="utf-8")
 
 
 if __name__ == "__main__":
