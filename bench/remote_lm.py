@@ -262,7 +262,7 @@ def table(program: str, out: Path, shown: Path) -> str:
     figures = {name: summary(out / program / name) for name in SETTINGS}
     figures = {name: f for name, f in figures.items() if f}
     if not figures:
-        return f"No stored runs of {program} under {out}.\n"
+        return f"No stored runs of {program} under {shown}.\n"
     reference = {row["id"]: answer_of(row) for row in figures.get("inproc", {"rows": []})["rows"]}
     lines = [f"{program}:", "",
              "| setting | how | questions | questions/min | p50 s | p95 s | LM calls/q | tokens/q | same answer as "
