@@ -67,7 +67,8 @@ class Setting:
             return f"Spark local[{self.spark}], {self.spark} executors {lm}"
         if not self.workers:
             return f"in-process, {CORES} threads"
-        return (f"served, {self.workers} worker{'s' * (self.workers > 1)} × {max(1, CORES // self.workers)} "
+        return (f"served (prompt cache on), {self.workers} worker{'s' * (self.workers > 1)} × "
+                f"{max(1, CORES // self.workers)} "
                 f"thread{'s' * (CORES // self.workers > 1)}; {self.questions} question{'s' * (self.questions > 1)} "
                 f"× {self.calls} call{'s' * (self.calls > 1)} at once")
 
@@ -108,7 +109,7 @@ def server_command(setting: Setting, port: int) -> list[str]:
     slots (each slot's context as large as one worker's)."""
     if not setting.llama_server:
         return [*DISAMBIG, "lm", "serve", "--port", str(port), "--parallel", str(setting.workers), "--threads",
-                str(CORES)]
+                str(CORES), "--prompt-cache-mb", "512"]
     from disambig.lm.spec import local_file, parse_spec
     from disambig.settings import load_settings
 

@@ -14,8 +14,9 @@ the response grammar, the repetition guard stops a looping reply, and a capped J
 sentence. Log-probabilities are therefore served for non-streamed chat completions only; a streamed chat completion
 or a ``/v1/completions`` request asking for them is answered HTTP 400 before the model is asked.
 
-llama-cpp-python's server answers one request at a time per process; ``parallel`` > 1 runs that many uvicorn
-worker processes on the one port, each with its own context (the weights are memory-mapped, so shared).
+llama-cpp-python's server answers one request at a time per process; ``parallel`` > 1 runs that many one-model
+servers on private loopback ports behind a dispatcher that gives each request to a free one
+(``disambig.lm.server_pool``), each with its own context (the weights are memory-mapped, so shared).
 
 On Ctrl-C or SIGTERM a reply being generated ends at its next token and its request is answered HTTP 503 ("the LM
 server stopped before the reply was complete"), so a client counts it as failed, not as a short answer, and the
@@ -27,7 +28,6 @@ from __future__ import annotations
 import contextvars
 import errno
 import json
-import os
 import signal
 import socket
 import threading
@@ -35,7 +35,7 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +46,6 @@ from disambig.lm.repetition import DEFAULT_GUARD, LoopRule
 from disambig.lm.schema import bounded_schema
 from disambig.lm.served_replies import CURRENT, ServedRequest, finish_reply, take_wishes
 
-CONFIG_ENV = "DISAMBIG_SERVE_CONFIG"
-"""How ``serve`` hands its configuration to worker processes (``parallel`` > 1), which build the app themselves."""
 GRACEFUL_SHUTDOWN_S = 1  # a worker's reply in progress is dropped after this (one process: cut at once, HTTP 503)
 READY_TIMEOUT_S = 600.0
 STOPPING = threading.Event()
@@ -64,10 +62,17 @@ which runs in a copy of the request's context)."""
 
 
 class StoppingServer(uvicorn.Server):
-    """uvicorn's server, which also sets ``STOPPING`` as soon as Ctrl-C or SIGTERM arrives."""
+    """uvicorn's server, which also sets ``STOPPING`` (and calls ``on_stop``) as soon as Ctrl-C or SIGTERM
+    arrives."""
+
+    def __init__(self, config: uvicorn.Config, on_stop: Callable[[], None] | None = None) -> None:
+        super().__init__(config)
+        self.on_stop = on_stop
 
     def handle_exit(self, sig: int, frame: Any) -> None:
         STOPPING.set()
+        if self.on_stop is not None:
+            self.on_stop()
         super().handle_exit(sig, frame)
 
 
@@ -95,6 +100,9 @@ class ServeConfig:
         threads: CPU threads in all; each worker gets ``threads // parallel`` (at least 1).
         repeat_penalty: the repetition penalty of requests that do not set one (the embedded engine's default, 1.0).
         repetition_guard: ``NxR`` or ``off``: stop a reply once a run of N words occurs R times (as in-process).
+        prompt_cache_mb: KV states of earlier calls kept for prefix reuse (0: off). Faster, but a reply may then
+            depend on which requests came before it: a prompt resumed from a cached prefix can decode differently
+            from one prefilled whole, so with several clients at once the answers depend on their order.
     """
 
     model_path: str
@@ -107,6 +115,7 @@ class ServeConfig:
     threads: int = 2
     repeat_penalty: float = 1.0
     repetition_guard: str = DEFAULT_GUARD
+    prompt_cache_mb: int = 0
 
     @property
     def url(self) -> str:
@@ -121,7 +130,7 @@ class ServeConfig:
 
 def serve_config(spec: str, *, cache_dir: str, host: str = "127.0.0.1", port: int = 8000, parallel: int = 1,
                  ctx: int = 8192, threads: int = 2, repeat_penalty: float = 1.0,
-                 repetition_guard: str = DEFAULT_GUARD) -> ServeConfig:
+                 repetition_guard: str = DEFAULT_GUARD, prompt_cache_mb: int = 0) -> ServeConfig:
     """The ``ServeConfig`` of a local LM spec (``local``, ``local:NAME``, ``local:/path/model.gguf``).
 
     The model id is the embedded model's name (``smollm2``, ``qwen2.5-0.5b``) or the GGUF file's stem. An embedded
@@ -137,14 +146,14 @@ def serve_config(spec: str, *, cache_dir: str, host: str = "127.0.0.1", port: in
     if not parsed.is_local:
         raise ConfigurationError(f"lm serve serves a local model (local, local:NAME or local:/path/model.gguf); "
                                  f"{spec!r} is a remote model, use it directly with --lm")
-    if parallel < 1 or threads < 1 or ctx < 1 or not 0 < port < 65536:
-        raise ConfigurationError(f"parallel={parallel}, threads={threads}, ctx={ctx} must be at least 1 and "
-                                 f"port={port} within 1-65535")
+    if parallel < 1 or threads < 1 or ctx < 1 or prompt_cache_mb < 0 or not 0 < port < 65536:
+        raise ConfigurationError(f"parallel={parallel}, threads={threads}, ctx={ctx} must be at least 1, "
+                                 f"prompt_cache_mb={prompt_cache_mb} at least 0 and port={port} within 1-65535")
     path, sha256 = local_file(parsed, cache_dir)
     model_id = parsed.embedded.name if parsed.embedded is not None else path.stem
     return ServeConfig(model_path=str(path), model_id=model_id, sha256=sha256, host=host, port=port,
                        parallel=parallel, ctx=ctx, threads=threads, repeat_penalty=repeat_penalty,
-                       repetition_guard=repetition_guard)
+                       repetition_guard=repetition_guard, prompt_cache_mb=prompt_cache_mb)
 
 
 def check_port(host: str, port: int) -> None:
@@ -194,60 +203,58 @@ def build_app(config: ServeConfig) -> Any:
                           logits_all=False,  # log-probabilities are recorded per request (served_replies)
                           verbose=False)
     app = create_app(server_settings=ServerSettings(host=config.host, port=config.port), model_settings=[model])
-    _stop_generations(app)
+    _prepare_model(config.prompt_cache_mb)
     return OpenAIRequests(app, config.model_id, repeat_penalty=config.repeat_penalty,
                           rule=LoopRule.parse(config.repetition_guard))
 
 
-def _stop_generations(app: Any) -> None:
+def _prepare_model(prompt_cache_mb: int) -> None:
     """Make the loaded model's generations end once ``STOPPING`` is set (``disambig.lm.guard`` adds the criterion),
-    run each request's guard and log-probability recorder (``served_replies.hook_generations``), and give it the
-    in-process engine's prompt cache (a call resumes from the KV state of whichever earlier call shares the longest
-    prefix, not only the previous one). The server keeps its one model in a module global, read through its own
-    proxy (pinned llama-cpp-python)."""
+    run each request's guard and log-probability recorder (``served_replies.hook_generations``), and, if
+    ``prompt_cache_mb`` > 0, give it the in-process engine's prompt cache (a call resumes from the KV state of
+    whichever earlier call shares the longest prefix, not only the previous one). The server keeps its one model in
+    a module global, read through its own proxy (pinned llama-cpp-python)."""
     from llama_cpp.server import app as server_module
 
     from disambig.lm.guard import add_stopping_criterion
-    from disambig.lm.llama_engine import DEFAULT_PROMPT_CACHE_MB
     from disambig.lm.prompt_cache import enable_prompt_cache
     from disambig.lm.served_replies import hook_generations
 
     llama = server_module._llama_proxy(None)
-    enable_prompt_cache(llama, DEFAULT_PROMPT_CACHE_MB)
+    if prompt_cache_mb > 0:
+        enable_prompt_cache(llama, prompt_cache_mb)
     add_stopping_criterion(llama, end_when_stopping)
     hook_generations(llama)
-
-
-def app_from_env() -> Any:
-    """The app of a worker process: ``build_app`` of the configuration ``serve`` put in ``DISAMBIG_SERVE_CONFIG``."""
-    return build_app(ServeConfig(**json.loads(os.environ[CONFIG_ENV])))
 
 
 def serve(config: ServeConfig, on_ready: Callable[[], None] | None = None) -> None:
     """Serve until Ctrl-C or SIGTERM, then stop cleanly and return.
 
-    ``on_ready`` is called once ``/v1/models`` answers. With one worker the model loads here before the port is
-    taken (a bad model fails before anything listens); with more, each worker process loads its own.
+    ``on_ready`` is called once ``/v1/models`` answers. The model loads before the port is taken (a bad model fails
+    before anything listens); with ``parallel`` > 1 each worker process loads its own first
+    (``disambig.lm.server_pool``), and a stop is passed on to them, so a reply in progress is answered 503.
 
     Raises:
-        ConfigurationError: the port is in use.
+        ConfigurationError: the port is in use, or a worker did not start.
     """
+    from disambig.lm.server_pool import Dispatcher, signal_workers, start_workers, stop_workers
+
     check_port(config.host, config.port)
+    workers: list[Any] = []
     if config.parallel == 1:
         target: Any = build_app(config)
-        extra: dict[str, Any] = {}
     else:
-        os.environ[CONFIG_ENV] = json.dumps(asdict(config))
-        target, extra = f"{__name__}:app_from_env", {"factory": True, "workers": config.parallel}
-    if on_ready is not None:
-        threading.Thread(target=_call_when_ready, args=(config.url, on_ready), daemon=True).start()
-    options = {"host": config.host, "port": config.port, "log_level": "warning", "access_log": False,
-               "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN_S}
-    with _stop_quietly():
-        if config.parallel == 1:
-            StoppingServer(uvicorn.Config(target, **options)).run()
-        else:  # uvicorn's workers are its own servers: they stop generating at the lifespan's shutdown
-            uvicorn.run(target, **options, **extra)
+        workers, urls = start_workers(config, READY_TIMEOUT_S)
+        target = Dispatcher(urls, models_body(config.model_id))
+    try:
+        if on_ready is not None:
+            threading.Thread(target=_call_when_ready, args=(config.url, on_ready), daemon=True).start()
+        options = {"host": config.host, "port": config.port, "log_level": "warning", "access_log": False,
+                   "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN_S}
+        with _stop_quietly():
+            StoppingServer(uvicorn.Config(target, **options), on_stop=lambda: signal_workers(workers)).run()
+    finally:
+        stop_workers(workers)
 
 
 def _call_when_ready(url: str, on_ready: Callable[[], None], timeout: float = READY_TIMEOUT_S) -> None:
@@ -274,6 +281,19 @@ def _stop_quietly() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def models_body(model_id: str) -> bytes:
+    """The ``GET /v1/models`` reply listing ``model_id``."""
+    return json.dumps({"object": "list", "data": [{"id": model_id, "object": "model", "owned_by": "me",
+                                                   "permissions": []}]}).encode()
+
+
+def free_loopback_port() -> int:
+    """A TCP port nothing listens on at 127.0.0.1 now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def openai_chat_request(body: dict[str, Any], repeat_penalty: float = 1.0) -> dict[str, Any]:
@@ -318,8 +338,7 @@ class OpenAIRequests:
     def __init__(self, app: Any, model_id: str, repeat_penalty: float = 1.0, rule: LoopRule | None = None) -> None:
         self.app = app
         self.rule = rule
-        self.models = json.dumps({"object": "list", "data": [{"id": model_id, "object": "model", "owned_by": "me",
-                                                               "permissions": []}]}).encode()
+        self.models = models_body(model_id)
         self.repeat_penalty = repeat_penalty
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:

@@ -312,3 +312,32 @@ def test_a_reply_in_progress_is_answered_503_when_the_server_stops(unguarded_ser
     asking.join(timeout=30)
     assert outcome["status"] == 503 and outcome["body"]["error"]["type"] == "server_stopping"
     assert stopped_s < 5
+
+
+@pytest.mark.slow
+def test_two_workers_answer_two_requests_at_once_and_stop_with_the_server(tmp_path):
+    """`--parallel 2`: the dispatcher gives the second request to the worker the first one left free (uvicorn's
+    shared socket could queue both behind one model); SIGTERM to the command alone stops its workers too."""
+    with served(tmp_path, "pool", "--parallel", "2", "--repetition-guard", "off") as server:
+        workers: list[str] = []
+
+        def ask(n: int) -> None:
+            body = json.dumps({"model": "smollm2", "temperature": 0, "max_tokens": 48,
+                               "messages": [{"role": "user", "content": f"Count from {n} upwards in words."}]})
+            request = urllib.request.Request(f"{server.url}/chat/completions", data=body.encode(),
+                                             headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(request, timeout=120) as reply:
+                assert json.loads(reply.read())["choices"][0]["message"]["content"]
+                workers.append(reply.headers["x-disambig-worker"])
+
+        asking = [threading.Thread(target=ask, args=(n,)) for n in (1, 50)]
+        for thread in asking:
+            thread.start()
+        for thread in asking:
+            thread.join(timeout=180)
+        assert sorted(workers) == ["0", "1"]
+
+        server.process.send_signal(signal.SIGTERM)  # the command's own PID, as `kill PID` sends it
+        assert server.process.wait(timeout=30) == 0
+        with pytest.raises(ProcessLookupError):
+            os.killpg(server.process.pid, 0)  # no worker is left in the group

@@ -45,6 +45,10 @@ def serve(
     threads: int | None = options.THREADS,
     repeat_penalty: float | None = options.REPEAT_PENALTY,
     repetition_guard: str | None = options.REPETITION_GUARD,
+    prompt_cache_mb: int = typer.Option(0, "--prompt-cache-mb", min=0, metavar="MB",
+                                        help="Keep KV states of earlier requests for prompt-prefix reuse (0: off). "
+                                             "Faster, but with several clients at once a reply may depend on "
+                                             "which requests came before it."),
 ) -> None:
     """Serve MODEL at http://HOST:PORT/v1 (OpenAI-compatible: /v1/models, /v1/chat/completions with JSON-schema
     response_format and logprobs) until Ctrl-C or SIGTERM. Clients: --lm openai/MODEL_ID --api-base URL."""
@@ -55,7 +59,7 @@ def serve(
     settings = load_settings(threads=threads, repeat_penalty=repeat_penalty, repetition_guard=repetition_guard)
     config = serve_config(model, cache_dir=settings.cache_dir, host=host, port=port, parallel=parallel,
                           ctx=ctx or settings.ctx, threads=settings.threads, repeat_penalty=settings.repeat_penalty,
-                          repetition_guard=settings.repetition_guard)
+                          repetition_guard=settings.repetition_guard, prompt_cache_mb=prompt_cache_mb)
     workers = f"{parallel} processes x {config.worker_threads} threads" if parallel > 1 else \
         f"{config.worker_threads} threads"
     typer.echo(f"serving {config.model_id} ({config.model_path}; {workers}, context {config.ctx}) at {config.url}",
