@@ -55,6 +55,7 @@ class Setting:
     calls: int
     spark: int = 0
     llama_server: bool = False  # llama.cpp's own server (its binary in LLAMA_SERVER) instead of `disambig lm serve`
+    prompt_cache: bool = True  # `lm serve --prompt-cache-mb 512` (its default is off)
 
     def describe(self) -> str:
         if self.llama_server:
@@ -67,7 +68,8 @@ class Setting:
             return f"Spark local[{self.spark}], {self.spark} executors {lm}"
         if not self.workers:
             return f"in-process, {CORES} threads"
-        return (f"served (prompt cache on), {self.workers} worker{'s' * (self.workers > 1)} × "
+        return (f"served (prompt cache {'on' if self.prompt_cache else 'off'}), {self.workers} "
+                f"worker{'s' * (self.workers > 1)} × "
                 f"{max(1, CORES // self.workers)} "
                 f"thread{'s' * (CORES // self.workers > 1)}; {self.questions} question{'s' * (self.questions > 1)} "
                 f"× {self.calls} call{'s' * (self.calls > 1)} at once")
@@ -76,6 +78,7 @@ class Setting:
 SETTINGS = {
     "inproc": Setting(0, 1, 1),
     "served-1": Setting(1, 1, 1),
+    "served-1-nocache": Setting(1, 1, 1, prompt_cache=False),
     "served-2": Setting(2, 2, 1),
     "served-4": Setting(4, 4, 1),
     "served-2-pc2": Setting(2, 1, 2),
@@ -109,7 +112,7 @@ def server_command(setting: Setting, port: int) -> list[str]:
     slots (each slot's context as large as one worker's)."""
     if not setting.llama_server:
         return [*DISAMBIG, "lm", "serve", "--port", str(port), "--parallel", str(setting.workers), "--threads",
-                str(CORES), "--prompt-cache-mb", "512"]
+                str(CORES), "--prompt-cache-mb", "512" if setting.prompt_cache else "0"]
     from disambig.lm.spec import local_file, parse_spec
     from disambig.settings import load_settings
 
