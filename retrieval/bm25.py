@@ -106,17 +106,29 @@ class BM25Retriever(SharedIndex):
         return [self._to_passages(hits[q]) for q in qids]
 
     def _to_passages(self, hits: list[Any]) -> list[Passage]:
-        rows = self._rows([hit.docid for hit in hits])
+        rows = self.rows([hit.docid for hit in hits])
         return [Passage(pid, title, text, float(hit.score), rank)
                 for rank, (hit, (pid, title, text)) in enumerate(zip(hits, rows, strict=True), 1)]
 
-    def _rows(self, docids: list[str]) -> list[tuple[str, str, str]]:
+    def rows(self, docids: list[str]) -> list[tuple[str, str, str]]:
+        """``(id, title, text)`` of each docid, from the passage store or, in a prebuilt index, Lucene's stored
+        documents (how a prebuilt dense index gets its passage texts).
+
+        Raises:
+            IndexCorruptError: a docid is not in the index.
+        """
         if self._passages is None:
-            return [(docid, *split_raw(self._lucene().doc(docid).raw() or "")) for docid in docids]
+            return [(docid, *split_raw(self._stored(docid))) for docid in docids]
         found = self._passages.by_ids(docids)
         if any(p is None for p in found):
             raise self._damaged(f"Lucene index at {str(self.folder)!r} returns passages its passage store lacks")
         return [(p["id"], p["title"], p["text"]) for p in found if p is not None]
+
+    def _stored(self, docid: str) -> str:
+        document = self._lucene().doc(docid)
+        if document is None:
+            raise IndexCorruptError(f"Lucene index at {str(self.folder)!r} has no document {docid!r}")
+        return document.raw() or ""
 
     def _lucene(self) -> Any:
         if self._searcher is None:

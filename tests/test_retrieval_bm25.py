@@ -115,11 +115,6 @@ def test_unknown_prebuilt_index_is_refused_before_any_download(settings):
         build_retriever("bm25", "prebuilt:wikipedia-dpx", settings)
 
 
-def test_prebuilt_indexes_are_bm25_only(settings):
-    with pytest.raises(ConfigurationError, match="prebuilt pyserini indexes are BM25 only"):
-        build_retriever("dense", "prebuilt:wikipedia-dpr", settings)
-
-
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [

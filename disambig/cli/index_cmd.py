@@ -20,8 +20,8 @@ app = typer.Typer(no_args_is_help=True, help="Build retrieval indexes (cached by
 
 CORPUS = typer.Option("wiki-slice", "--corpus", "-c",
                       help="wiki-slice, dbpedia-entity-5k, a JSONL file of {id, title, text}, a BEIR folder, "
-                           "or prebuilt:NAME (a pyserini BM25 index; `disambig index fetch NAME` downloads it once; "
-                           "wikipedia-dpr is short for prebuilt:wikipedia-dpr-100w).")
+                           "or prebuilt:NAME (a pyserini prebuilt index; `disambig index fetch NAME [--dense]` "
+                           "downloads it once; wikipedia-dpr is short for prebuilt:wikipedia-dpr-100w).")
 EMBEDDER = typer.Option("all-MiniLM-L6-v2", "--embedder",
                         help="Dense encoder: all-MiniLM-L6-v2 or a local sentence-transformers folder.")
 
@@ -129,16 +129,31 @@ def build_with_progress(console: Console, kind: str, corpus: str, settings: Any,
 
 @app.command("fetch")
 @user_errors
-def fetch(name: str = typer.Argument(..., help="A pyserini prebuilt BM25 index, e.g. wikipedia-dpr-100w.")) -> None:
-    """Download pyserini's prebuilt BM25 index NAME once (needs network); then `--corpus prebuilt:NAME` searches it
-    offline with --retriever bm25."""
+def fetch(
+    name: str = typer.Argument(..., help="A pyserini prebuilt BM25 index, e.g. wikipedia-dpr-100w."),
+    dense: bool = typer.Option(False, "--dense",
+                               help="Also fetch the dense index paired with NAME (wikipedia-dpr-100w: pyserini's "
+                                    "wikipedia-dpr-100w.dpr-multi FAISS index, ~60 GB) and the query encoder it was "
+                                    "built for (facebook/dpr-question_encoder-multiset-base)."),
+) -> None:
+    """Download pyserini's prebuilt index NAME once (needs network); then `--corpus prebuilt:NAME` searches it
+    offline with --retriever bm25, and after --dense with dense and hybrid too."""
+    from disambig.retrieval import prebuilt
     from disambig.retrieval.bm25 import PREBUILT, BM25Retriever
 
+    if dense:
+        prebuilt.dense_index(name)  # an unpaired name is refused before any download
     retriever = BM25Retriever.prebuilt(name)
     table = Table(title=f"Prebuilt index {name}")
-    for column in ("corpus", "passages", "folder"):
+    for column in ("corpus", "kind", "passages", "folder"):
         table.add_column(column, justify="right" if column == "passages" else "left")
-    table.add_row(f"{PREBUILT}{name}", f"{retriever.size:,}", str(retriever.folder))
+    table.add_row(f"{PREBUILT}{name}", "bm25", f"{retriever.size:,}", str(retriever.folder))
+    if dense:
+        from disambig.retrieval.prebuilt_dense import PrebuiltDenseRetriever, download_query_encoder
+
+        searcher = PrebuiltDenseRetriever.prebuilt(name, retriever)
+        table.add_row(f"{PREBUILT}{name}", f"dense ({download_query_encoder(name)})", f"{searcher.size:,}",
+                      str(searcher.folder))
     Console().print(table)
 
 
