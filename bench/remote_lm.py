@@ -241,8 +241,9 @@ def summary(folder: Path) -> dict | None:
     """A setting's figures from its stored rows and timings."""
     if not (folder / "timing.jsonl").exists():
         return None
-    rows = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
     timings = [json.loads(line) for line in (folder / "timing.jsonl").read_text().splitlines()]
+    timed = sum(t["questions"] for t in timings)  # rows of a turn stopped before its timing line wait for a resume
+    rows = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()][:timed]
     seconds = sorted(row["trace"]["seconds"] for row in rows)
     answering = sum(t["answering_s"] for t in timings)
     return {
