@@ -51,3 +51,21 @@ class VocabEmbedder:
                     out[row, self.vocab.index(word)] += 1.0
             out[row] /= max(np.linalg.norm(out[row]), 1e-9)
         return out
+
+
+class Interrupted(RuntimeError):
+    """What ``FailingEmbedder`` raises: the build stopped as a killed process would."""
+
+
+class FailingEmbedder(VocabEmbedder):
+    """Encodes ``calls`` chunks (one shard each), then fails as a killed build would."""
+
+    def __init__(self, calls: int) -> None:
+        super().__init__()
+        self.left = calls
+
+    def encode(self, texts):
+        if self.left == 0:
+            raise Interrupted("stopped")
+        self.left -= 1
+        return super().encode(texts)

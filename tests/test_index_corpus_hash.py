@@ -10,30 +10,12 @@ import os
 from pathlib import Path
 
 import pytest
-from retrieval_fakes import PASSAGES, VocabEmbedder, write_corpus
+from retrieval_fakes import PASSAGES, FailingEmbedder, Interrupted, VocabEmbedder, write_corpus
 
 from disambig.retrieval import build_retriever
 from disambig.retrieval.corpus_identity import MEMO
 from disambig.retrieval.factory import ensure_index, needs_build
 from disambig.retrieval.store import IndexCorruptError
-
-
-class Interrupted(RuntimeError):
-    pass
-
-
-class FailingEmbedder(VocabEmbedder):
-    """Encodes ``calls`` chunks (one 2-passage shard each), then fails as a killed build would."""
-
-    def __init__(self, calls: int) -> None:
-        super().__init__()
-        self.left = calls
-
-    def encode(self, texts):
-        if self.left == 0:
-            raise Interrupted("stopped")
-        self.left -= 1
-        return super().encode(texts)
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from retrieval_fakes import PASSAGES, VocabEmbedder, write_corpus
+from retrieval_fakes import PASSAGES, FailingEmbedder, Interrupted, VocabEmbedder, write_corpus
 
 from disambig.errors import ConfigurationError
 from disambig.retrieval import build_retriever
@@ -23,23 +23,6 @@ def big_corpus(path, n: int, words: int = 300) -> str:
             for i in range(n)]
     return write_corpus(path, rows)
 
-
-class Interrupted(RuntimeError):
-    pass
-
-
-class FailingEmbedder(VocabEmbedder):
-    """Encodes ``calls`` chunks, then fails as a killed build would."""
-
-    def __init__(self, calls: int) -> None:
-        super().__init__()
-        self.left = calls
-
-    def encode(self, texts):
-        if self.left == 0:
-            raise Interrupted("stopped")
-        self.left -= 1
-        return super().encode(texts)
 
 
 def test_a_corpus_larger_than_the_budget_builds_in_bounded_memory(tmp_path, settings, monkeypatch, corpus):

@@ -7,33 +7,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from program_fakes import scripted_lm
-from route_fakes import FakeHybrid
+from test_route_cli import scripted  # noqa: F401 - the route CLI tests' scripted LM and retriever
 from typer.testing import CliRunner
 
 from disambig.cli import app
 
 runner = CliRunner()
-
-
-def rules() -> dict:
-    return {
-        "Without any": lambda user: {"long_answer": "Herman Melville wrote Moby-Dick." if "whale" in user
-                                     else "I am not sure."},
-        "Using only the numbered passages": lambda user: {"disambiguations": [
-            {"question": "Which reading?", "answer": "1937" if "bridge" in user else "unknown", "passage": 1}]},
-        "Write a long-form answer of at least three sentences": lambda user: {
-            "long_answer": "The Golden Gate Bridge opened in 1937." if "bridge" in user else "It is unclear."},
-    }
-
-
-@pytest.fixture
-def scripted(monkeypatch):
-    lm, engine = scripted_lm(rules())
-    monkeypatch.setattr("disambig.lm.runtime.build_lm", lambda settings, spec=None, **kw: lm)
-    hybrid = FakeHybrid()
-    monkeypatch.setattr("disambig.retrieval.build_retriever", lambda *a, **kw: hybrid)
-    return engine
 
 
 def compile_cascade(asqa_file: str, tmp_path, *extra: str):
@@ -42,7 +21,7 @@ def compile_cascade(asqa_file: str, tmp_path, *extra: str):
                                str(tmp_path / "runs"), "--no-track", "--out", str(tmp_path / "art"), *extra])
 
 
-def test_compile_a_cascade_then_predict_from_the_first_run_and_evaluate(scripted, asqa_file, tmp_path):
+def test_compile_a_cascade_then_predict_from_the_first_run_and_evaluate(scripted, asqa_file, tmp_path):  # noqa: F811
     result = compile_cascade(asqa_file, tmp_path)
     assert result.exit_code == 0, result.output
     assert "held-out questions" in result.output and "escalated" in result.output
@@ -93,14 +72,14 @@ def test_compile_a_cascade_then_predict_from_the_first_run_and_evaluate(scripted
     (["--cascade", "closed-book,vanilla-rag", "--cascade-thresholds", "0.4,high"], "give comma-separated"),
     (["--cascade", "closed-book,vanilla-rag", "--cascade-thresholds", "0.5,1.5"], "give comma-separated"),
 ])
-def test_a_bad_cascade_is_one_line(scripted, asqa_file, tmp_path, extra, message):
+def test_a_bad_cascade_is_one_line(scripted, asqa_file, tmp_path, extra, message):  # noqa: F811
     result = runner.invoke(app, ["compile", "route", "--dataset", asqa_file, "--no-track", "--out", str(tmp_path),
                                  *extra])
     assert result.exit_code == 2 and message in " ".join(result.output.split()), result.output
     assert not scripted.calls
 
 
-def test_cascade_is_refused_for_another_program(scripted, asqa_file, tmp_path):
+def test_cascade_is_refused_for_another_program(scripted, asqa_file, tmp_path):  # noqa: F811
     result = runner.invoke(app, ["compile", "vanilla-rag", "--dataset", asqa_file, "--cascade", "a,b", "--no-track",
                                  "--out", str(tmp_path)])
     shown = " ".join(result.output.split())
