@@ -77,3 +77,44 @@ def test_route_faithful_refuses_a_run_with_no_stored_counterpart(tmp_path, bench
         bench("route_faithful").compare(e2e, tmp_path, "asqa", "str-em", {i: "adf" for i in IDS})
     with pytest.raises(SystemExit, match="no decision"):
         bench("route_faithful").compare(e2e, tmp_path, "asqa", "str-em", {})
+
+
+def cascade_run(folder: Path, asqa_file: str) -> Path:
+    """A cascade run on the fixture's six questions: it escalated mini-1 (first stage wrong, escalation right) and
+    mini-2 (first right, escalation wrong); kept mini-3..6 (first stage right on mini-4 only); mini-6 failed."""
+    folder.mkdir(parents=True)
+    right = {"mini-1": "Herman Melville and Ray Bradbury.", "mini-2": "1937 and 1894.", "mini-4": "Canberra."}
+
+    def row(i: str, answer: str, escalated: bool, first: str = "") -> dict:
+        cascade = {"first": "vanilla-rag", "escalate": "adf", "escalated": escalated}
+        notes = {"route": {"cascade": cascade}}
+        if escalated:
+            notes["cascade_first"] = {"long_answer": first, "interpretations": [], "lm_calls": 2,
+                                      "input_tokens": 100, "output_tokens": 10}
+        calls = 8 if escalated else 2
+        return {"id": i, "question": "?", "prediction": {"long_answer": answer, "interpretations": []},
+                "trace": {"lm_calls": calls, "input_tokens": 50 * calls, "output_tokens": 5 * calls, "notes": notes},
+                "code": {"commit": "abc1234abc", "dirty": False}}
+
+    rows = [row("mini-1", right["mini-1"], True, "Nobody."), row("mini-2", "No idea.", True, right["mini-2"]),
+            row("mini-3", "Nothing.", False), row("mini-4", right["mini-4"], False), row("mini-5", "Nobody.", False),
+            {"id": "mini-6", "question": "?", "prediction": None, "error": "boom", "trace": {}}]
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return folder
+
+
+def test_route_cascade_e2e_scores_the_first_stage_from_the_trace(tmp_path, bench, asqa_file):
+    text = bench("route_cascade_e2e").compare(cascade_run(tmp_path / "e2e", asqa_file), asqa_file, "str-em", [])
+    lines = {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| ")}
+    # str-em over 6 questions: the first stage is right on mini-2 and mini-4, the cascade on mini-1 and mini-4.
+    assert lines["vanilla-rag (the cascade's first stage)"].startswith(
+        "| vanilla-rag (the cascade's first stage) | 0.333 | reference | 1.67 | ")  # the failed row: 0 calls
+    assert lines["route cascade"].startswith("| route cascade | 0.333 | +0.000 [")
+    assert "| 3.67 | " in lines["route cascade"]  # (8 + 8 + 2 + 2 + 2 + 0) / 6
+    assert "escalated to adf on 2; failed 1" in text and "code abc1234" in text
+
+
+def test_route_cascade_e2e_refuses_a_run_that_is_not_a_cascade(tmp_path, bench, asqa_file):
+    plain = run(tmp_path / "plain", "vanilla-rag", VANILLA, 2)
+    with pytest.raises(SystemExit, match="not a route cascade run"):
+        bench("route_cascade_e2e").compare(plain, asqa_file, "str-em", [])

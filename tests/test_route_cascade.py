@@ -119,6 +119,7 @@ def test_route_keeps_or_escalates_and_the_trace_counts_both_runs(intercept, prog
     assert ("cascade_first" in notes) == (program == "vanilla-rag")
     if program == "vanilla-rag":
         assert notes["cascade_first"]["long_answer"] == "Pele." and notes["cascade_first"]["lm_calls"] == 1
+        assert notes["cascade_first"]["interpretations"] == []  # closed-book answers without readings
         assert pred.trace["retrieval_calls"] == 3  # two feature searches + vanilla's; closed-book retrieves nothing
 
 

@@ -106,7 +106,9 @@ class Route(dspy.Module):
                 kept = dict(dropped.get("trace") or {})
                 trace.retrieval_calls += int(kept.get("retrieval_calls", 0))
                 trace.notes["cascade_first"] = {"long_answer": dropped.get("long_answer", ""),
+                                                "interpretations": list(dropped.get("interpretations") or []),
                                                 "lm_calls": kept.get("lm_calls", 0),
+                                                "input_tokens": kept.get("input_tokens", 0),
                                                 "output_tokens": kept.get("output_tokens", 0)}
         return routed(prediction, decision, trace)
 

@@ -1,0 +1,112 @@
+"""The route cascade end to end against its own first stage, paired within one run.
+
+    python bench/route_cascade_e2e.py --run bench/results/route/asqa-dev/route-e2e-asqa-cascade --dataset asqa \
+        --metric dr [--stored bench/results/route/asqa-dev/adf] [--results docs/RESULTS.md --section NAME]
+
+``--run`` is a ``disambig eval route --artifact CASCADE.json`` folder. Each of its rows holds the answer the cascade
+returned and, when it escalated, the first candidate's answer in the trace (``notes.cascade_first``); on the other
+rows the returned answer *is* the first candidate's. So the first candidate's answers to the same questions, from the
+same code in the same run, are known without another LM call, and the table compares the cascade with them (95%
+paired-bootstrap interval, "tie" where it spans 0). ``--stored`` adds a separate run of a candidate (e.g. the
+escalation target answering every question) on the questions both hold.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from route_table import load_rows, write_section
+
+
+def cascade_of(row: dict) -> dict:
+    """The row's cascade decision (``first``, ``escalate``, ``escalated``, ...), or {} for a failed question."""
+    notes = (row.get("trace") or {}).get("notes") or {}
+    return (notes.get("route") or {}).get("cascade") or {}
+
+
+def first_stage(row: dict) -> dict:
+    """The row as the first candidate alone would have written it: its answer and its share of the cost."""
+    notes = (row.get("trace") or {}).get("notes") or {}
+    dropped = notes.get("cascade_first")
+    if not cascade_of(row).get("escalated") or dropped is None:
+        return row
+    prediction = {"long_answer": dropped.get("long_answer", ""),
+                  "interpretations": list(dropped.get("interpretations") or [])}
+    trace = {k: dropped.get(k, 0) for k in ("lm_calls", "input_tokens", "output_tokens")}
+    return {**row, "prediction": prediction, "trace": trace}
+
+
+def scored(rows: dict[str, dict], dataset: str, metric: str) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
+    """Each question's scores and the corpus-level value of ``metric`` (with its inputs) over ``rows`` (a failed row
+    scores as an empty answer)."""
+    from disambig.cli.score_cmd import build_metrics, flatten_result, load_questions
+    from disambig.evaluation.scoring import score_predictions
+
+    examples, kind = load_questions(dataset)
+    metrics = build_metrics([metric], kind, None, None)
+    result = score_predictions([flatten_result(r) for r in rows.values()], examples, metrics)
+    return {str(q["id"]): q["scores"] for q in result.per_question}, result.metrics
+
+
+def per_question(rows: dict[str, dict], key: str) -> float:
+    return sum(float((r.get("trace") or {}).get(key, 0) or 0) for r in rows.values()) / max(len(rows), 1)
+
+
+def compare(run: Path, dataset: str, metric: str, stored: list[Path]) -> str:
+    """The markdown table of the cascade against its first stage (and any stored runs), with its notes."""
+    from rescore import difference_cell
+
+    final = load_rows(run)
+    if not final:
+        raise SystemExit(f"{run} holds no answered question")
+    decided = [cascade_of(r) for r in final.values() if cascade_of(r)]
+    if not decided:
+        raise SystemExit(f"{run} is not a route cascade run (no trace note route.cascade); pass the cascade's run")
+    first_name, escalate_name = decided[0].get("first", "first"), decided[0].get("escalate", "escalation")
+    first = {i: first_stage(r) for i, r in final.items()}
+    reference, _ = scored(first, dataset, metric)
+    rows = [(f"{first_name} (the cascade's first stage)", first, "reference"),
+            ("route cascade", final, None)]
+    for folder in stored:
+        other = {i: r for i, r in load_rows(folder).items() if i in final}
+        if other:
+            rows.append((f"{folder.name} (separate run, {len(other)} of these questions)", other, None))
+    lines = [f"| answers | {metric} | Δ vs {first_name} [95% CI] | LM calls/q | tokens/q |", "|---|---|---|---|---|"]
+    for label, answers, cell in rows:
+        scores, metrics = scored(answers, dataset, metric)
+        if cell is None:
+            cell = difference_cell(scores, {i: reference[i] for i in scores}, metric)
+        tokens = per_question(answers, "input_tokens") + per_question(answers, "output_tokens")
+        lines.append(f"| {label} | {metrics.get(metric, float('nan')):.3f} | {cell} | "
+                     f"{per_question(answers, 'lm_calls'):.2f} | {tokens:,.0f} |")
+    escalated = sum(bool(c.get("escalated")) for c in decided)
+    failed = sum(not r.get("prediction") for r in final.values())
+    commits = sorted({str((r.get("code") or {}).get("commit", ""))[:7] for r in final.values()} - {""})
+    lines += ["", f"{len(final)} {Path(dataset).stem} questions answered end to end (code {', '.join(commits)}); "
+              f"escalated to {escalate_name} on {escalated}; failed {failed}. The first stage's answers are the ones "
+              f"the run itself produced before deciding (trace `notes.cascade_first` when it escalated)."]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    import sys
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", type=Path, required=True)
+    parser.add_argument("--dataset", required=True)
+    parser.add_argument("--metric", required=True)
+    parser.add_argument("--stored", type=Path, nargs="*", default=[])
+    parser.add_argument("--results", type=Path)
+    parser.add_argument("--section", default="")
+    args = parser.parse_args()
+    text = compare(args.run, args.dataset, args.metric, args.stored)
+    print(text)
+    if args.results:
+        command = "python bench/route_cascade_e2e.py " + " ".join(sys.argv[1:])
+        write_section(args.results, args.section or f"cascade-e2e-{args.dataset}", text, command,
+                      script="bench/route_cascade_e2e.py")
+
+
+if __name__ == "__main__":
+    main()
