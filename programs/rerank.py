@@ -81,10 +81,11 @@ def top_k(scores: np.ndarray, k: int) -> list[int]:
 
 
 def embedder_of(retriever: Any) -> Any:
-    """The dense encoder a retriever already holds (dense and hybrid expose ``embedder``), else a new
-    all-MiniLM-L6-v2."""
+    """The dense encoder a retriever already holds (dense and hybrid expose ``embedder``) when it encodes passages
+    and questions alike, else a new all-MiniLM-L6-v2 (no retriever, BM25, or a question-only encoder such as the
+    DPR one of a prebuilt index, whose passage vectors come from another model)."""
     embedder = getattr(retriever, "embedder", None)
-    if embedder is not None:
+    if embedder is not None and getattr(embedder, "encodes_passages", True):
         return embedder
     from disambig.retrieval.embedder import Embedder
 

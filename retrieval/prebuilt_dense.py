@@ -30,7 +30,12 @@ class DprQueryEncoder:
         model: a Hugging Face model id in the local cache, or a local folder.
         corpus: the prebuilt BM25 index whose dense index it serves, for the error message's fetch command.
         batch_size: questions per forward pass.
+
+    DPR encodes passages with another model (its context encoder), so ``encodes_passages`` is False: a program that
+    compares passages with each other or with a question (ADF's gate, reranking) takes its own sentence encoder.
     """
+
+    encodes_passages = False
 
     def __init__(self, model: str, corpus: str, batch_size: int = 32) -> None:
         self.model = model

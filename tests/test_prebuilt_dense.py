@@ -131,3 +131,20 @@ def test_a_prebuilt_corpus_without_a_paired_dense_index_is_refused(settings):
 def test_the_fake_vectors_are_those_the_docstring_works_out():
     vectors = VocabEmbedder().encode([passage_text(p) for p in PASSAGES])
     np.testing.assert_allclose(vectors[1, :2], np.array([2, 1]) / math.sqrt(5), rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["dense", "hybrid"])
+def test_programs_compare_passages_with_their_own_encoder_not_the_dpr_question_encoder(kind, fetched, settings,
+                                                                                        monkeypatch):
+    from disambig.programs.rerank import embedder_of
+    from disambig.retrieval.embedder import Embedder
+    from disambig.retrieval.prebuilt_dense import DprQueryEncoder
+
+    dpr = DprQueryEncoder("facebook/dpr-question_encoder-multiset-base", "wikipedia-dpr-100w")  # loads on encode
+    monkeypatch.setattr("disambig.retrieval.prebuilt_dense.query_encoder", lambda corpus: dpr)
+    retriever = build_retriever(kind, "wikipedia-dpr", settings, auto_build=False)
+    assert retriever.embedder is dpr  # searches still encode questions with DPR
+    chosen = embedder_of(retriever)  # ADF's gate, reranking: passages and questions in one space
+    assert isinstance(chosen, Embedder) and chosen.name == "all-MiniLM-L6-v2"
+    own = VocabEmbedder("minilm-like")  # an encoder that embeds passages too is kept
+    assert embedder_of(type("Dense", (), {"embedder": own})()) is own
