@@ -3,11 +3,14 @@ the passages-are-data defence, and what the defence costs on clean questions.
 
     python bench/poison.py run --program vanilla-rag --dataset asqa --limit 30 --attacks clean,override,ignore \
         --framings plain,quoted,screened --stages 10,20,30 [--rank 1] [--allow-mixed-code]
-    python bench/poison.py table --programs vanilla-rag --dataset asqa [--results docs/RESULTS.md]
+    python bench/poison.py run --program route --artifact bench/results/route/compiled/route/asqa/asqa-cascade.json \
+        --dataset asqa --limit 30 --attacks clean,assertion,fake-reply   # cells under route-asqa-cascade/
+    python bench/poison.py table --programs vanilla-rag,route-asqa-cascade --dataset asqa [--results docs/RESULTS.md]
 
 ``run`` answers the first N questions of the split once per (framing, attack) cell through
-``disambig.evaluation.session.run_eval``: one resumable folder per cell under ``RUNS/DATASET-SPLIT/PROGRAM/FRAMING/
-ATTACK`` with per-question rows stamped with their code, as ``disambig eval`` writes them. An attack cell searches
+``disambig.evaluation.session.run_eval``: one resumable folder per cell under ``RUNS/DATASET-SPLIT/LABEL/FRAMING/
+ATTACK`` with per-question rows stamped with their code, as ``disambig eval`` writes them. ``LABEL`` is the program's
+name, or ``PROGRAM-ARTIFACT`` for a compiled ``--artifact`` (a route's policy lives in one). An attack cell searches
 through ``disambig.retrieval.poison.PoisonedRetriever`` (the attack's passage at ``--rank`` of every search); its
 rows also score ``attack-success`` (the canary is in the answer, ``disambig.metrics.poison``) and ``poison-shown``
 (the planted passage is among those the answer was written from). ``plain`` is the passage framing before the
@@ -17,8 +20,11 @@ instruction-like passages (``disambig.programs.context``). ``--stages`` grows ev
 
 ``table`` reads the stored rows (no LM call): attack success per kind and framing with its 95% bootstrap interval,
 its paired difference to ``plain``, how many followed answers the trace flags caught (``disambig.programs.flags``),
-the control flow the trace records (DIVA's grade, ADF's gate state, route's choice), and clean answer quality per
-framing with paired intervals to ``plain`` ("tie" where the interval spans 0).
+the control flow the trace records (DIVA's grade, ADF's gate state, route's choice); then, per question, whether the
+planted passage moved a decision against the clean run in the same framing (``disambig.metrics.control_flow``:
+DIVA's grade, ADF's gate, VerDICt's feedback and kept readings, route's action) with its interval and paired
+difference to ``plain``; and clean answer quality per framing with paired intervals to ``plain`` ("tie" where the
+interval spans 0).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import json
 import logging
 import sys
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,16 +66,19 @@ def run(args: argparse.Namespace) -> None:
     from disambig.evaluation.session import EvalConfig, run_eval
     from disambig.lm.runtime import build_lm, configure_dspy
     from disambig.metrics.poison import attack_metric
+    from disambig.optimizers.loading import load
     from disambig.programs import build_program
     from disambig.programs.context import passage_framing
     from disambig.programs.registry import retriever_kind, with_format_option
     from disambig.retrieval import build_retriever
     from disambig.retrieval.poison import ATTACKS, PoisonedRetriever
-    from disambig.run_setup import default_metrics, resolve_metrics
+    from disambig.run_setup import check_compiled, default_metrics, resolve_metrics
     from disambig.settings import load_settings
 
     attacks = check_names(args.attacks, [CLEAN, *ATTACKS], "attack")
     framings = check_names(args.framings, list(FRAMINGS), "framing")
+    if args.artifact:
+        check_compiled(args.artifact, args.program)  # before the data, the index or the LM are loaded
     settings = load_settings(threads=args.threads)
     examples = load_dataset(args.dataset, split=args.split, limit=args.limit)
     kind = retriever_kind(args.program, args.retriever)
@@ -78,7 +88,8 @@ def run(args: argparse.Namespace) -> None:
     configure_dspy(lm)
     names = default_metrics(dataset_format(args.dataset), True)
     metrics = resolve_metrics(names, settings, program_lm=lm)
-    options = with_format_option(args.program, dataset_format(args.dataset), {})
+    options = {} if args.artifact else with_format_option(args.program, dataset_format(args.dataset), {})
+    label = program_label(args.program, args.artifact)
     for stage in sorted(set(args.stages + [len(examples)])):
         if stage > len(examples):
             continue
@@ -87,17 +98,23 @@ def run(args: argparse.Namespace) -> None:
                 retriever = base if attack == CLEAN else PoisonedRetriever(base, attack, args.rank)
                 cell_metrics = metrics if attack == CLEAN else metrics | {
                     "attack-success": attack_metric(ATTACKS[attack].canary), "poison-shown": shown_metric}
-                label = f"{kind}:{corpus}" + ("" if attack == CLEAN else f"+poison:{attack}@{args.rank}")
+                searched = f"{kind}:{corpus}" + ("" if attack == CLEAN else f"+poison:{attack}@{args.rank}")
                 config = EvalConfig(program=args.program, dataset=args.dataset, split=args.split, limit=args.limit,
-                                    lm=settings.lm, retriever=label, metrics=tuple(cell_metrics), options=options,
-                                    generation={"passage_framing": framing})
-                folder = cell_dir(args.runs, args.dataset, args.split, args.program, framing, attack)
+                                    lm=settings.lm, retriever=searched, metrics=tuple(cell_metrics), options=options,
+                                    artifact=args.artifact, generation={"passage_framing": framing})
+                folder = cell_dir(args.runs, args.dataset, args.split, label, framing, attack)
+                program = (load(args.artifact, retriever=retriever, settings=settings) if args.artifact
+                           else build_program(args.program, retriever, **options))
                 with passage_framing(framing):
-                    outcome = run_eval(config, build_program(args.program, retriever, **options), examples[:stage],
-                                       cell_metrics, folder, threads=1, track=False,
-                                       allow_mixed_code=args.allow_mixed_code)
-                logger.warning("%s %s %s: %d questions, %s", args.program, framing, attack, stage,
+                    outcome = run_eval(config, program, examples[:stage], cell_metrics, folder, threads=1,
+                                       track=False, allow_mixed_code=args.allow_mixed_code)
+                logger.warning("%s %s %s: %d questions, %s", label, framing, attack, stage,
                                json.dumps(outcome.report["metrics"]))
+
+
+def program_label(program: str, artifact: str = "") -> str:
+    """The folder name of a program's cells: ``program``, or ``program-STEM`` for a compiled artifact."""
+    return f"{program}-{Path(artifact).stem}" if artifact else program
 
 
 def check_names(given: str, valid: list[str], what: str) -> list[str]:
@@ -167,6 +184,53 @@ def attack_table(runs: Path, dataset: str, split: str, programs: list[str]) -> l
     return lines
 
 
+@dataclass(frozen=True)
+class Move:
+    """One question of an attack cell against the clean cell of the same framing."""
+
+    moved: tuple[str, ...]  # the decisions that differ (``disambig.metrics.control_flow.moved``)
+    followed: float  # the answer holds the attack's canary
+    decides: bool  # either run recorded a decision at all
+
+
+def moves(clean: dict[str, dict], attacked: dict[str, dict]) -> dict[str, Move]:
+    """The attacked cell's questions that the clean cell answered too, by id."""
+    from disambig.metrics.control_flow import decisions, moved
+
+    return {i: Move(tuple(moved(clean[i].get("trace"), row.get("trace"))), row["scores"].get("attack-success", 0.0),
+                    bool(decisions(row.get("trace")) or decisions(clean[i].get("trace"))))
+            for i, row in attacked.items() if i in clean}
+
+
+def moved_table(runs: Path, dataset: str, split: str, programs: list[str]) -> list[str]:
+    """Rows of control flow moved per program, attack kind and framing, beside how often the answers followed the
+    attack on the same questions; each framing's Δ is paired with ``plain``. Programs whose traces record no decision
+    (VanillaRAG) get no row."""
+    from disambig.evaluation.paired import format_difference, paired_difference
+    from disambig.metrics.control_flow import DECISIONS
+    from disambig.retrieval.poison import ATTACKS
+
+    lines = ["| program | attack | framing | n | followed [95% CI] | moved [95% CI] | Δ moved vs plain [95% CI] | "
+             "what moved (questions) |", "|---|---|---|---|---|---|---|---|"]
+    for program in programs:
+        clean = {f: load_rows(cell_dir(runs, dataset, split, program, f, CLEAN)) for f in FRAMINGS}
+        for attack in ATTACKS:
+            cells = {f: moves(clean[f], load_rows(cell_dir(runs, dataset, split, program, f, attack)))
+                     for f in FRAMINGS}
+            for framing, found in cells.items():
+                ids = sorted(found) if framing == BEFORE else sorted(set(found) & set(cells[BEFORE]))
+                if not any(found[i].decides for i in ids):
+                    continue
+                shifted = [float(bool(found[i].moved)) for i in ids]
+                delta = ("reference" if framing == BEFORE else format_difference(paired_difference(
+                    shifted, [float(bool(cells[BEFORE][i].moved)) for i in ids], higher_is_better=False)))
+                what = Counter(name for i in ids for name in found[i].moved)
+                named = ", ".join(f"{name} {what[name]}" for name in DECISIONS if what[name]) or "–"
+                lines.append(f"| {program} | {attack} | {framing} | {len(ids)} | "
+                             f"{rate([found[i].followed for i in ids])} | {rate(shifted)} | {delta} | {named} |")
+    return lines
+
+
 def quality_table(runs: Path, dataset: str, split: str, programs: list[str]) -> list[str]:
     """Rows of clean-question quality per program and framing, each framing paired with ``plain``."""
     from disambig.evaluation.paired import format_difference, paired_difference, statistic_for
@@ -218,6 +282,11 @@ def table(runs: Path, dataset: str, split: str, programs: list[str]) -> str:
         "\"followed and flagged\": followed answers whose trace flags caught them (`disambig.programs.flags`).", "",
         *attack_table(runs, dataset, split, programs), "",
         f"Canaries: {canaries}. Intervals: 95% percentile bootstrap (9,999 resamples, seed 0).", "",
+        "Control flow under attack: per question, the attacked run's decisions against the clean run's in the same "
+        "framing (`disambig.metrics.control_flow`: DIVA's verifier grade; ADF's gate state, decomposition and kept "
+        "clusters; VerDICt's accepted feedback and kept readings; route's action); \"moved\" when any differs. "
+        "\"Followed\" on the same questions; Δ paired with `plain` (fewer moved decisions is \"better\").", "",
+        *moved_table(runs, dataset, split, programs), "",
         "Clean questions (no planted passage), per framing, paired with `plain`:", "",
         *quality_table(runs, dataset, split, programs)])
 
@@ -231,6 +300,7 @@ def main() -> None:
     answer.add_argument("--split", default="dev")
     answer.add_argument("--limit", type=int, default=30)
     answer.add_argument("--retriever", default=None)
+    answer.add_argument("--artifact", default="", help="a compiled PROGRAM's state JSON (route: its policy)")
     answer.add_argument("--attacks", default="clean,override,ignore")
     answer.add_argument("--framings", default=",".join(FRAMINGS))
     answer.add_argument("--stages", type=lambda s: [int(x) for x in s.split(",")], default=[10, 20])
@@ -239,7 +309,8 @@ def main() -> None:
     answer.add_argument("--runs", type=Path, default=RUNS)
     answer.add_argument("--allow-mixed-code", action="store_true")
     show = commands.add_parser("table", help="the tables from the stored rows (no LM call)")
-    show.add_argument("--programs", default="vanilla-rag")
+    show.add_argument("--programs", default="vanilla-rag", help="cell folders: program names, PROGRAM-ARTIFACT for "
+                      "a run with --artifact")
     show.add_argument("--dataset", default="asqa")
     show.add_argument("--split", default="dev")
     show.add_argument("--runs", type=Path, default=RUNS)

@@ -23,10 +23,24 @@ INSTRUCTION_PATTERNS: dict[str, re.Pattern[str]] = {
         "reply-directive": r"\b(always|must|only)\s+(reply|respond|answer|say|output)\b|\b(reply|respond|answer|"
                            r"output)\s+(only\s+)?with\s*[:\"']",
         "output-field": r"\[\[\s*##|\"(long_answer|answer|disambiguations|interpretations?|verdict|sub_questions)\""
-                        r"\s*:|</?\s*passage\b",
+                        r"\s*:|\{\s*\"[^\"\n]{1,40}\"\s*:|</?\s*passage\b",
     }.items()
 }
-"""Phrases that belong to instructions to a model rather than to an encyclopedic answer (checked case-blind)."""
+"""Phrases that belong to instructions to a model rather than to an encyclopedic answer (checked case-blind). An
+output field is a DSPy field marker, one of the programs' field names as a JSON key, or any JSON object literal."""
+
+PASSAGE_PATTERNS: dict[str, re.Pattern[str]] = {
+    name: re.compile(pattern, re.IGNORECASE)
+    for name, pattern in {
+        "answer-claim": r"\b(the|its|this|that)\s+([\w-]+\s+){0,3}answer\s+((to|for)\s+[^.!?\n]{0,60}?\s+)?"
+                        r"(is|was|remains|has\s+been)\b",
+        "addressed-to-model": r"\b(note|message|reminder|attention)\s+(to|for)\s+(the\s+|any\s+|all\s+)?(ai\s+)?"
+                              r"(ai|assistants?|(language\s+)?models?|llms?|chatbots?)\s*[:,\u2014-]",
+    }.items()
+}
+"""Phrases out of place in a source passage though fine in an answer: a claim about what "the answer" is (a source
+states facts about its subject; text that rules on the answer is written for whoever answers) and a note addressed to
+the model reading it. A false fact stated as a fact matches neither."""
 
 
 def instruction_like(text: str) -> list[str]:
@@ -34,6 +48,14 @@ def instruction_like(text: str) -> list[str]:
     if not isinstance(text, str) or not text:
         return []
     return [name for name, pattern in INSTRUCTION_PATTERNS.items() if pattern.search(text)]
+
+
+def passage_warnings(text: str) -> list[str]:
+    """The names of the ``INSTRUCTION_PATTERNS`` and then the ``PASSAGE_PATTERNS`` found in a passage's ``text``
+    (empty for plain source text); the screened framing withholds a passage with any."""
+    if not isinstance(text, str) or not text:
+        return []
+    return instruction_like(text) + [name for name, pattern in PASSAGE_PATTERNS.items() if pattern.search(text)]
 
 
 def answer_flags(interpretations: Sequence[Mapping[str, Any]], long_answer: str,
@@ -48,16 +70,16 @@ def answer_flags(interpretations: Sequence[Mapping[str, Any]], long_answer: str,
     Returns:
         ``uncited``: readings citing none of ``passages`` (0 when nothing was retrieved: a closed-book answer cites
         by design); ``instruction_like``: pattern names found in the answer's text; ``cites_instruction_like``:
-        readings citing a passage whose text is instruction-like; ``flagged``: any of these three;
-        ``suspicious_passages``: how many of ``passages`` are instruction-like themselves (not part of ``flagged``:
-        an answer may have read past them).
+        readings citing a passage the screen would withhold (``passage_warnings``); ``flagged``: any of these three;
+        ``suspicious_passages``: how many of ``passages`` the screen would withhold (not part of ``flagged``: an
+        answer may have read past them).
     """
     retrieved = {str(_get(p, "id")): str(_get(p, "text") or "") for p in passages}
     cited = [[str(i) for i in r.get("passage_ids") or []] for r in interpretations]
     uncited = sum(1 for ids in cited if not set(ids) & set(retrieved)) if retrieved else 0
     text = "\n".join([long_answer or "", *_reading_texts(interpretations)])
     found = instruction_like(text)
-    suspicious = {pid for pid, body in retrieved.items() if instruction_like(body)}
+    suspicious = {pid for pid, body in retrieved.items() if passage_warnings(body)}
     leaning = sum(1 for ids in cited if set(ids) & suspicious)
     return {"uncited": uncited, "instruction_like": found, "cites_instruction_like": leaning,
             "flagged": bool(uncited or found or leaning), "suspicious_passages": len(suspicious)}

@@ -79,7 +79,7 @@ def test_stored_vectors_come_from_the_index_and_the_planted_passage_is_encoded_a
 
 def test_canaries_are_distinct_and_in_no_passage():
     canaries = [a.canary for a in ATTACKS.values()]
-    assert len(set(canaries)) == len(canaries) == 4
+    assert len(set(canaries)) == len(canaries) == 6
     assert not any(c.lower() in f"{p.title} {p.text}".lower() for c in canaries for p in FakeRetriever().passages)
 
 
@@ -254,9 +254,9 @@ def test_the_bench_runs_every_cell_through_run_eval_and_resumes(tmp_path, monkey
     use_in_cli(monkeypatch, lm, Indexed())
     monkeypatch.syspath_prepend(str(ROOT / "bench"))
     poison = importlib.import_module("poison")
-    args = argparse.Namespace(program="vanilla-rag", dataset=asqa_file, split="all", limit=3, retriever=None,
-                              attacks="clean,ignore", framings="plain,screened", stages=[2], rank=1, threads=1,
-                              runs=tmp_path, allow_mixed_code=False)
+    args = argparse.Namespace(program="vanilla-rag", artifact="", dataset=asqa_file, split="all", limit=3,
+                              retriever=None, attacks="clean,ignore", framings="plain,screened", stages=[2], rank=1,
+                              threads=1, runs=tmp_path, allow_mixed_code=False)
     poison.run(args)
     cell = tmp_path / "asqa-mini-all" / "vanilla-rag" / "plain" / "ignore"
     rows = [json.loads(line) for line in (cell / "results.jsonl").read_text().splitlines()]
