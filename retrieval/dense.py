@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -15,7 +14,7 @@ from disambig.retrieval.base import BatchRetriever, Progress, check_k
 from disambig.retrieval.faiss_index import SearchParams, import_faiss
 from disambig.retrieval.passage import Passage
 from disambig.retrieval.passage_store import PASSAGES_DB, Passages, as_passages
-from disambig.retrieval.shards import SHARDS_DIR, load_shard, save_shard
+from disambig.retrieval.shards import load_shard, save_shard
 from disambig.retrieval.store import MANIFEST, CorpusShards, IndexCorruptError, package_version, rebuild_hint
 
 FAISS_FILE = "faiss.index"
@@ -69,7 +68,8 @@ def write_faiss(folder: Path, shards: CorpusShards, embedder: Any, progress: Pro
                 factory: str | None = None, search: SearchParams | None = None,
                 encode: ShardEncoder | None = None) -> dict[str, Any]:
     """Encode the corpus shard by shard (``shards/``, kept and verified when a build resumes), then write the
-    FAISS index and the vectors (``vectors.npy``) from the shards, memory-mapped.
+    FAISS index and the vectors (``vectors.npy``) from the shards, memory-mapped. The shards stay until the build's
+    manifest is written (``store.SCRATCH``), so a build killed before that resumes from them.
 
     Args:
         folder: the index folder being built.
@@ -87,7 +87,6 @@ def write_faiss(folder: Path, shards: CorpusShards, embedder: Any, progress: Pro
     index = faiss_index.fill_index(factory, vectors)
     faiss_index.write(index, folder / FAISS_FILE)
     concatenate(vectors, folder / VECTORS_FILE)
-    shutil.rmtree(folder / SHARDS_DIR)
     stored = (search or SearchParams()).over(faiss_index.default_search(factory, index))
     return {"backend": f"faiss {package_version('faiss-cpu')}", "faiss_index": type(index).__name__,
             "faiss_factory": factory, "search": stored.to_dict(), "dimension": int(vectors[0].shape[1])}
@@ -124,6 +123,24 @@ def concatenate(shards: list[Any], path: Path) -> None:
         start += len(shard)
     out.flush()
     del out
+
+
+def files_mismatch(folder: Path, manifest: dict[str, Any]) -> str | None:
+    """Why ``vectors.npy`` and the FAISS index in ``folder`` are not ``passages`` float32 vectors of ``dimension``
+    as ``manifest`` records (a finished build checked before it is kept), or None when they are."""
+    import numpy as np
+
+    expected = (manifest.get("passages"), manifest.get("dimension"))
+    try:
+        vectors = np.load(folder / VECTORS_FILE, mmap_mode="r")
+        index = faiss_index.read(folder / FAISS_FILE)
+    except (OSError, ValueError, RuntimeError) as exc:
+        return f"its {VECTORS_FILE} or {FAISS_FILE} cannot be read ({type(exc).__name__})"
+    if vectors.dtype != np.float32 or tuple(vectors.shape) != expected:
+        return f"its {VECTORS_FILE} holds {vectors.dtype} {tuple(vectors.shape)}, the manifest says float32 {expected}"
+    if (index.ntotal, index.d) != expected:
+        return f"its {FAISS_FILE} holds {index.ntotal} vectors of {index.d} dimensions, the manifest says {expected}"
+    return None
 
 
 LEGACY_FACTORIES = {"IndexFlatIP": "Flat", "IndexHNSWFlat": "HNSW32,Flat"}

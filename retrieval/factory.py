@@ -118,6 +118,7 @@ def _build(kind: str, corpus: str, cache_dir: str | Path, encoder: Any, force: b
         if reindex(folder, faiss_factory.strip(), search):  # another factory: the stored vectors, not re-encoded
             logger.info("rebuilt the dense index of %s as %s from its stored vectors", corpus, faiss_factory)
             return folder
+    replace = force or (folder is not None and folder.is_dir())  # an index rebuilt in place, not one raced for
     logger.info("building the %s index of %s in %s (once; later runs reuse it)", kind, corpus,
                 Path(cache_dir) / "indexes")
     progress = progress or LoggedProgress(f"{kind} index of {corpus}", "passages encoded" if kind == "dense"
@@ -126,12 +127,24 @@ def _build(kind: str, corpus: str, cache_dir: str | Path, encoder: Any, force: b
         from disambig.retrieval.bm25 import write_lucene
 
         return build_index(cache_dir, corpus, kind, {}, lambda tmp, ps, tick: write_lucene(tmp, ps, tick, threads),
-                           progress, fresh=force, shard_size=shard_size)
-    from disambig.retrieval.dense import write_faiss
+                           progress, fresh=force, shard_size=shard_size, replace=replace)
+    from disambig.retrieval.dense import files_mismatch, write_faiss
 
-    return build_index(cache_dir, corpus, kind, _params(kind, encoder),
-                       lambda tmp, ps, tick: write_faiss(tmp, ps, encoder, tick, faiss_factory, search, encode),
-                       progress, fresh=force, shard_size=shard_size)
+    folder = build_index(cache_dir, corpus, kind, _params(kind, encoder),
+                         lambda tmp, ps, tick: write_faiss(tmp, ps, encoder, tick, faiss_factory, search, encode),
+                         progress, fresh=force, shard_size=shard_size, replace=replace, check=files_mismatch)
+    return _as_asked(folder, faiss_factory, search)
+
+
+def _as_asked(folder: Path, faiss_factory: str | None, search: SearchParams | None) -> Path:
+    """The dense index at ``folder`` with the ``faiss_factory`` and ``search`` parameters asked for: a finished build
+    kept from a killed run, or an index another path put in place first, may have others (re-indexed from its
+    stored vectors, nothing encoded)."""
+    from disambig.retrieval.dense import built_factory, reindex
+
+    if faiss_factory and built_factory(folder) != faiss_factory.strip():
+        reindex(folder, faiss_factory.strip(), search)
+    return _kept("dense", folder, search)
 
 
 def build_retriever(kind: str, corpus: str = "wiki-slice", settings: Any = None, embedder: Any = None,

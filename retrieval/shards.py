@@ -1,5 +1,6 @@
 """Encoded shards of a dense build in progress: ``shards/NNNNN.npy`` plus ``NNNNN.json`` (rows, SHA-256 of the
-array file and of the shard's passage ids), written atomically, so an interrupted build keeps and verifies them."""
+array file and of the shard's passage ids), written atomically, so an interrupted build keeps and verifies them.
+The build removes them once its manifest is written (``store.SCRATCH``)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from disambig.retrieval.store import IndexCorruptError
+from disambig.retrieval.store import SCRATCH, IndexCorruptError
 
-SHARDS_DIR = "shards"
+SHARDS_DIR = SCRATCH
 
 
 def shard_path(folder: Path, number: int) -> Path:

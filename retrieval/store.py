@@ -10,6 +10,12 @@ A build reads the corpus as a stream of shards into ``{corpus}-{kind}-{path key}
 file's path, as its content hash is known only at the end) and renames it when complete, so a half-built index
 never looks finished. An interrupted build resumes there unless ``--force`` or the file's size or mtime changed;
 each kept shard's passages are checked against a digest (a dense build's encoded shards against a checksum too).
+
+The manifest is written (atomically) once the index files are complete; only then are the encoded shards
+(``SCRATCH``) and ``build.json`` removed and the folder renamed (``publish.put_in_place``). A build killed in those
+last steps leaves a ``.partial`` folder holding the whole index: the next build of the same corpus file keeps it
+without encoding again, once its manifest, passage count, corpus SHA-256 and index files (``check``) agree with
+this corpus and these parameters; anything else is discarded with one line saying why.
 """
 
 from __future__ import annotations
@@ -38,11 +44,15 @@ from disambig.retrieval.corpus_identity import (
 )
 from disambig.retrieval.corpus_stream import shards
 from disambig.retrieval.passage_store import PASSAGES_DB, PassageWriter, SqlitePassages
+from disambig.retrieval.publish import put_in_place
 
 MANIFEST = "manifest.json"
 PASSAGES = "passages.jsonl"
 BUILD_RECORD = "build.json"
 PARTIAL = ".partial"
+SCRATCH = "shards"
+"""A work folder's files kept only to resume its build (a dense build's encoded shards), removed once the manifest
+is written."""
 FORMAT_VERSION = 1
 SHARD_SIZE = 10_240
 """Passages read, encoded and kept per shard (40 encoder chunks of 256; ~15 MB of MiniLM vectors)."""
@@ -88,6 +98,13 @@ class CorpusShards:
         return max(self.read_, round(self.read_ * self.file_bytes / self.stream_.bytes_read))
 
     def __iter__(self) -> Iterator[tuple[int, list[dict[str, str]]]]:
+        try:
+            yield from self._read()
+        except ConfigurationError as exc:  # the corpus is refused (a bad row, a duplicate id): say what stays
+            raise type(exc)(f"{exc}; the build so far stays in {str(self.store.path.parent)!r} for the next build "
+                            "of this file to resume (or delete it)") from None
+
+    def _read(self) -> Iterator[tuple[int, list[dict[str, str]]]]:
         for number, passages in enumerate(shards(self.corpus, self.size, self.stream_.update)):
             digest = passages_digest(passages)
             kept = self.store.digest(number)
@@ -102,6 +119,8 @@ class CorpusShards:
 
 Writer = Callable[[Path, CorpusShards, Progress | None], dict[str, Any]]
 """``write(folder, shards, progress)`` fills ``folder`` with index files and returns manifest extras."""
+Check = Callable[[Path, dict[str, Any]], str | None]
+"""``check(folder, manifest)``: why the index files in ``folder`` do not match ``manifest``, or None if they do."""
 
 
 class IndexCorruptError(DisambigError):
@@ -178,15 +197,23 @@ def rebuild_hint(corpus: str, kind: str) -> str:
 
 
 def build_index(cache_dir: str | Path, corpus: str, kind: str, params: dict[str, Any], write: Writer,
-                progress: Progress | None = None, fresh: bool = False, shard_size: int = SHARD_SIZE) -> Path:
+                progress: Progress | None = None, fresh: bool = False, shard_size: int = SHARD_SIZE,
+                replace: bool = False, check: Check | None = None) -> Path:
     """Stream the corpus in shards to ``write`` and the passage store in ``work_dir``, hashing it as it is read;
     add the manifest, then rename it to ``index_dir`` and remember the hash. An interrupted build is resumed from
-    its work folder unless ``fresh`` or the corpus file's size or mtime changed. Returns the index folder.
+    its work folder unless ``fresh`` or the corpus file's size or mtime changed; one that finished but was not put
+    in place (killed in its last steps) is put in place as it is, once verified (``check`` its index files).
+    Returns the index folder.
+
+    Args:
+        replace: replace an index already at ``index_dir`` (implied by ``fresh``); otherwise one put there
+            meanwhile by a build of the same content from another path is kept and this build discarded.
 
     Raises:
         ConfigurationError: the corpus has no passages, a passage id occurs twice, or the file changed meanwhile.
     """
     from disambig import __version__
+    from disambig.data.atomic import remove_stale, write_json
     from disambig.retrieval.corpus_stream import CorpusSource, parquet_rows, passages, passages_file
 
     file, fmt = passages_file(corpus)
@@ -194,6 +221,10 @@ def build_index(cache_dir: str | Path, corpus: str, kind: str, params: dict[str,
     if next(passages(corpus), None) is None:  # reads up to the first passage only
         raise ConfigurationError(f"corpus {corpus!r} has no passages; nothing to index")
     work = work_dir(cache_dir, corpus, kind, params)
+    if not fresh and (finished := _finished(work, cache_dir, corpus, kind, params, check)) is not None:
+        logger.info("the build in %s had finished when it was stopped; putting it in place, encoding nothing", work)
+        return _publish(work, index_dir(cache_dir, corpus, kind, params, finished["corpus_sha256"]), cache_dir,
+                        identity, finished, replace)
     _prepare(work, {"corpus": identity.resume_key(), "kind": kind, "params": params, "shard_size": shard_size,
                     "format": FORMAT_VERSION}, fresh)
     start = time.perf_counter()
@@ -212,13 +243,61 @@ def build_index(cache_dir: str | Path, corpus: str, kind: str, params: dict[str,
                 "params": params, "passages": stored, "build_seconds": round(time.perf_counter() - start, 2),
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "disambig": __version__, "source": source.to_dict(),
                 "shard_size": shard_size, **extras}
-    (work / MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-    (work / BUILD_RECORD).unlink()
-    folder = index_dir(cache_dir, corpus, kind, params, content)
-    shutil.rmtree(folder, ignore_errors=True)
-    work.rename(folder)
-    remember(cache_dir, identity, content, stored)
+    remove_stale(work / MANIFEST, older_than=0)  # a killed build's: builds of one work folder hold its lock in turn
+    write_json(work / MANIFEST, manifest)  # from here on the folder is a finished build, kept if killed
+    return _publish(work, index_dir(cache_dir, corpus, kind, params, content), cache_dir, identity, manifest,
+                    replace or fresh)
+
+
+def _publish(work: Path, folder: Path, cache_dir: str | Path, identity: FileIdentity, manifest: dict[str, Any],
+             replace: bool) -> Path:
+    """Drop the finished build's scratch files and record, put it in place as ``folder`` and remember the corpus
+    hash."""
+    shutil.rmtree(work / SCRATCH, ignore_errors=True)
+    (work / BUILD_RECORD).unlink(missing_ok=True)
+    put_in_place(work, folder, replace)
+    remember(cache_dir, identity, manifest["corpus_sha256"], manifest["passages"])
     return folder
+
+
+def _finished(work: Path, cache_dir: str | Path, corpus: str, kind: str, params: dict[str, Any],
+              check: Check | None) -> dict[str, Any] | None:
+    """The manifest of a finished build left in ``work`` if it is this corpus's index with these ``params``; None
+    if there is none, or (after discarding ``work`` with one line saying why) if it is not."""
+    try:
+        manifest = json.loads((work / MANIFEST).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        manifest = None
+    reason = _mismatch(work, manifest, cache_dir, corpus, kind, params, check)
+    if reason is None:
+        return manifest
+    logger.warning("discarding the finished build in %s: %s; building the index again", work, reason)
+    shutil.rmtree(work, ignore_errors=True)
+    return None
+
+
+def _mismatch(work: Path, manifest: Any, cache_dir: str | Path, corpus: str, kind: str, params: dict[str, Any],
+              check: Check | None) -> str | None:
+    """Why ``manifest`` and the files beside it are not the finished ``kind`` index of ``corpus`` with ``params``
+    (cheap checks first, the corpus hash last), or None."""
+    if not isinstance(manifest, dict):
+        return f"its {MANIFEST} is unreadable"
+    if (manifest.get("format"), manifest.get("kind")) != (FORMAT_VERSION, kind):
+        return f"its manifest is of format {manifest.get('format')!r} and kind {manifest.get('kind')!r}"
+    if manifest.get("params") != params:
+        return f"it was built with {manifest.get('params')!r}, not {params!r}"
+    try:
+        stored = len(SqlitePassages(work / PASSAGES_DB))
+    except sqlite3.Error as exc:
+        return f"its passage store cannot be read ({type(exc).__name__})"
+    if stored != manifest.get("passages"):
+        return f"its passage store holds {stored} passages, its manifest says {manifest.get('passages')!r}"
+    reason = check(work, manifest) if check else None
+    if reason is None and manifest.get("corpus_sha256") != corpus_hash(corpus, cache_dir):
+        return "the corpus file's content changed since (another SHA-256)"
+    return reason
 
 
 def _prepare(work: Path, record: dict[str, Any], fresh: bool) -> None:

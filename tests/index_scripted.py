@@ -3,8 +3,9 @@
 ``--embedder`` is replaced by the bag-of-words ``VocabEmbedder`` of ``retrieval_fakes`` (no model): each encode call
 waits ``DISAMBIG_EMBED_DELAY`` seconds, so a build can be caught mid-way, and appends a line to ``DISAMBIG_EMBED_LOG``
 (to count the shards encoded across processes). ``KILL_AT_REPLACE=NAME`` kills the process (SIGKILL) as it would
-rename a finished temporary file onto ``NAME`` (``cli_scripted``); ``KILL_AT_PUBLISH=1`` as it would rename a build's
-``.partial`` folder to the finished index's name.
+rename a finished temporary file onto ``NAME`` (``cli_scripted``); ``KILL_AT_REMOVE=NAME`` as it would delete a file
+or folder called ``NAME``; ``KILL_AT_PUBLISH=1`` as it would rename a build's ``.partial`` folder to the finished
+index's name.
 """
 
 from __future__ import annotations
@@ -42,6 +43,20 @@ def kill_at_publish() -> None:
     os.rename = rename
 
 
+def kill_at_remove(name: str) -> None:
+    """SIGKILL as a file (``os.unlink``) or folder (``os.rmdir``; ``shutil.rmtree`` calls both) named ``name`` would
+    be deleted."""
+    for attr in ("unlink", "rmdir"):
+        real = getattr(os, attr)
+
+        def remove(path: Any, *args: Any, real: Any = real, **kwargs: Any) -> None:
+            if os.path.basename(os.fsdecode(path)) == name:
+                os.kill(os.getpid(), signal.SIGKILL)
+            real(path, *args, **kwargs)
+
+        setattr(os, attr, remove)
+
+
 if __name__ == "__main__":
     from cli_scripted import kill_at_replace
 
@@ -50,6 +65,8 @@ if __name__ == "__main__":
     index_cmd.make_embedder = lambda model: SlowVocabEmbedder()
     if os.environ.get("KILL_AT_REPLACE"):
         kill_at_replace(os.environ["KILL_AT_REPLACE"])
+    if os.environ.get("KILL_AT_REMOVE"):
+        kill_at_remove(os.environ["KILL_AT_REMOVE"])
     if os.environ.get("KILL_AT_PUBLISH"):
         kill_at_publish()
     from disambig.cli.app import main

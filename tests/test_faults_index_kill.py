@@ -5,6 +5,9 @@ build's, the kept shards are not encoded again, and no half-built index is ever 
 Kill moments: once the first shard is on disk (the parent sends SIGKILL), then (the child kills itself) as a shard's
 vectors are published, as a shard's record is published, and as the finished ``.partial`` folder is renamed to the
 index's name. ``test_index_streaming`` covers the same resume in-process, with an exception in place of a kill.
+
+A build killed in its final steps (its vectors merged, its manifest written, its shards and ``build.json`` being
+removed, its folder being renamed) is finished by the next run without encoding anything again.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +35,31 @@ WORDS = ("zebra", "stripes", "lion", "ants", "penguin", "ice", "savanna", "night
 N_PASSAGES, SHARD = 400, 50  # 8 shards, one encode call each (ENCODE_CHUNK is 256)
 SHARDS = N_PASSAGES // SHARD
 DELAY_S = 0.3  # per shard: the first shard on disk leaves the others ~2 s, so the kill comes mid-build
+ROWS = [{"id": f"d{i}", "title": WORDS[i % 8], "text": " ".join(WORDS[(i * j) % 8] for j in range(20))}
+        for i in range(N_PASSAGES)]
+FINAL_STEPS = {
+    "after the merge": {"KILL_AT_REPLACE": "manifest.json"},  # vectors.npy and faiss.index written, no manifest yet
+    "after the manifest": {"KILL_AT_REMOVE": "shards"},  # the encoded shards being deleted
+    "before build.json is removed": {"KILL_AT_REMOVE": "build.json"},
+    "at the rename": {"KILL_AT_PUBLISH": "1"},  # build.json gone: the folder holds exactly the finished index
+}
+
+
+@dataclass(frozen=True)
+class Whole:
+    """The corpus file and the cache holding its uninterrupted build."""
+
+    corpus: str
+    cache: Path
+
+
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory) -> Whole:
+    folder = tmp_path_factory.mktemp("whole")
+    corpus = write_corpus(folder / "c.jsonl", ROWS)
+    done = run(build_args(corpus), env(folder / "cache", folder / "encoded.log"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    return Whole(corpus, folder / "cache")
 
 
 def env(cache: Path, log: Path, delay: float = 0.0, **extra: str) -> dict[str, str]:
@@ -69,13 +98,25 @@ def assert_nothing_opens(corpus: str, cache: Path) -> None:
         build_retriever("dense", corpus, Settings(cache_dir=str(cache)), embedder=VocabEmbedder(), auto_build=False)
 
 
-def test_an_index_build_killed_at_every_moment_resumes_to_the_uninterrupted_index(tmp_path):
-    rows = [{"id": f"d{i}", "title": WORDS[i % 8], "text": " ".join(WORDS[(i * j) % 8] for j in range(20))}
-            for i in range(N_PASSAGES)]
-    corpus = write_corpus(tmp_path / "c.jsonl", rows)
-    whole_cache, cache, log = tmp_path / "whole", tmp_path / "cache", tmp_path / "encoded.log"
-    whole = run(build_args(corpus), env(whole_cache, tmp_path / "whole.log"))
-    assert whole.returncode == 0, whole.stderr[-2000:]
+def assert_equals_the_uninterrupted_index(cache: Path, whole: Whole) -> None:
+    (index,) = finished(cache)
+    (whole_index,) = finished(whole.cache)
+    assert index.name == whole_index.name and not list((cache / "indexes").glob("*.partial"))
+    assert sorted(p.name for p in index.iterdir()) == sorted(p.name for p in whole_index.iterdir())
+    np.testing.assert_array_equal(np.load(index / "vectors.npy"), np.load(whole_index / "vectors.npy"))
+    assert (index / "faiss.index").read_bytes() == (whole_index / "faiss.index").read_bytes()
+    volatile = ("build_seconds", "created", "source")  # when and how long; the source names the cache's file record
+    manifests = [json.loads((folder / "manifest.json").read_text()) for folder in (index, whole_index)]
+    assert [{k: v for k, v in m.items() if k not in volatile} for m in manifests][0] == \
+        {k: v for k, v in manifests[1].items() if k not in volatile}
+    one, two = (build_retriever("dense", whole.corpus, Settings(cache_dir=str(c)), embedder=VocabEmbedder(),
+                                auto_build=False) for c in (cache, whole.cache))
+    assert list(one._passages) == list(two._passages) and one.size == N_PASSAGES
+    assert one.batch_search(["zebra lion", "ice night"], 5) == two.batch_search(["zebra lion", "ice night"], 5)
+
+
+def test_an_index_build_killed_at_every_moment_resumes_to_the_uninterrupted_index(tmp_path, whole):
+    corpus, cache, log = whole.corpus, tmp_path / "cache", tmp_path / "encoded.log"
 
     # 1. SIGKILL from outside once the first shard is finished
     child = subprocess.Popen([sys.executable, str(SCRIPT), *build_args(corpus)], env=env(cache, log, DELAY_S),
@@ -110,19 +151,21 @@ def test_an_index_build_killed_at_every_moment_resumes_to_the_uninterrupted_inde
     assert killed.returncode == KILLED and encoded(log) - before == SHARDS - len(kept), killed.stderr[-2000:]
     assert_nothing_opens(corpus, cache)
 
-    # 5. the last rerun publishes the index, equal to the uninterrupted build's
+    # 5. the last rerun puts the finished folder in place, encoding nothing: the index equals the uninterrupted one
+    before = encoded(log)
     done = run(build_args(corpus), env(cache, log))
+    assert done.returncode == 0 and encoded(log) == before, done.stderr[-2000:]
+    assert_equals_the_uninterrupted_index(cache, whole)
+
+
+@pytest.mark.parametrize("moment", FINAL_STEPS)
+def test_a_build_killed_in_its_final_steps_is_finished_by_the_rerun_without_encoding_again(tmp_path, whole, moment):
+    cache, log = tmp_path / "cache", tmp_path / "encoded.log"
+    killed = run(build_args(whole.corpus), env(cache, log, **FINAL_STEPS[moment]))
+    assert killed.returncode == KILLED and encoded(log) == SHARDS, killed.stderr[-2000:]
+    assert_nothing_opens(whole.corpus, cache)
+
+    done = run(build_args(whole.corpus), env(cache, log))
     assert done.returncode == 0, done.stderr[-2000:]
-    (index,) = finished(cache)
-    (whole_index,) = finished(whole_cache)
-    assert index.name == whole_index.name and not list((cache / "indexes").glob("*.partial"))
-    np.testing.assert_array_equal(np.load(index / "vectors.npy"), np.load(whole_index / "vectors.npy"))
-    assert (index / "faiss.index").read_bytes() == (whole_index / "faiss.index").read_bytes()
-    volatile = ("build_seconds", "created", "source")  # when and how long; the source names the cache's file record
-    manifests = [json.loads((folder / "manifest.json").read_text()) for folder in (index, whole_index)]
-    assert [{k: v for k, v in m.items() if k not in volatile} for m in manifests][0] == \
-        {k: v for k, v in manifests[1].items() if k not in volatile}
-    one, two = (build_retriever("dense", corpus, Settings(cache_dir=str(c)), embedder=VocabEmbedder(),
-                                auto_build=False) for c in (cache, whole_cache))
-    assert list(one._passages) == list(two._passages) and one.size == N_PASSAGES
-    assert one.batch_search(["zebra lion", "ice night"], 5) == two.batch_search(["zebra lion", "ice night"], 5)
+    assert encoded(log) == SHARDS and "discarding" not in done.stderr  # nothing encoded again, nothing thrown away
+    assert_equals_the_uninterrupted_index(cache, whole)
