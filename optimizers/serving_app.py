@@ -17,9 +17,11 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from disambig.optimizers.serving_admission import DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_QUEUE, AdmissionLimit
+from disambig.optimizers.serving_connections import DEFAULT_MAX_CONNECTIONS, MAX_CONNECTIONS_ENV
 from disambig.optimizers.serving_drain import drain
 from disambig.optimizers.serving_errors import HideStackTraces
 from disambig.optimizers.serving_protocol import DEFAULT_READ_TIMEOUT, READ_TIMEOUT_ENV
+from disambig.optimizers.serving_write import DEFAULT_WRITE_TIMEOUT, WRITE_TIMEOUT_ENV
 
 MODEL_PATH_ENV = "DISAMBIG_SERVE_MODEL_PATH"
 MAX_BYTES_ENV = "DISAMBIG_MAX_REQUEST_BYTES"
@@ -130,14 +132,17 @@ def create_app() -> BodyLimit:
 
 def serve_command(model_path: str, host: str, port: int, timeout: int, max_bytes: int,
                   max_concurrent: int = DEFAULT_MAX_CONCURRENT, max_queue: int = DEFAULT_MAX_QUEUE,
-                  read_timeout: float = DEFAULT_READ_TIMEOUT) -> tuple[list[str], dict]:
+                  read_timeout: float = DEFAULT_READ_TIMEOUT, write_timeout: float = DEFAULT_WRITE_TIMEOUT,
+                  max_connections: int = DEFAULT_MAX_CONNECTIONS) -> tuple[list[str], dict]:
     """The uvicorn command (this Python's) that serves the model folder ``model_path``, and the variables it needs.
 
-    Its HTTP protocol is ``serving_protocol.HeaderTimeoutProtocol`` (uvicorn's h11 one, closing a connection that
-    sends no complete request headers within ``read_timeout`` seconds)."""
+    Its HTTP protocol is ``serving_connections.ConnectionLimitProtocol`` (uvicorn's h11 one, closing a connection
+    that sends no complete request headers within ``read_timeout`` seconds or whose answer waits ``write_timeout``
+    seconds for the socket, and holding at most ``max_connections`` connections)."""
     command = [sys.executable, "-m", "uvicorn", "--factory", f"{__name__}:create_app", "--host", host,
                "--port", str(port), "--workers", "1",
-               "--http", "disambig.optimizers.serving_protocol:HeaderTimeoutProtocol"]
+               "--http", "disambig.optimizers.serving_connections:ConnectionLimitProtocol"]
     return command, {MODEL_PATH_ENV: model_path, MAX_BYTES_ENV: str(max_bytes), TIMEOUT_ENV: str(timeout),
                      MAX_CONCURRENT_ENV: str(max_concurrent), MAX_QUEUE_ENV: str(max_queue),
-                     READ_TIMEOUT_ENV: f"{read_timeout:g}"}
+                     READ_TIMEOUT_ENV: f"{read_timeout:g}", WRITE_TIMEOUT_ENV: f"{write_timeout:g}",
+                     MAX_CONNECTIONS_ENV: str(max_connections)}

@@ -5,8 +5,9 @@ response: a client that connects and sends nothing, or sends its request line an
 its connection (a file descriptor, a protocol object) for as long as it likes (measured on loopback: six such
 connections were all still open after 15 s, ``bench/slow_clients.py``). ``HeaderTimeoutProtocol`` closes a
 connection whose next request's headers have not all arrived ``DISAMBIG_SERVE_READ_TIMEOUT`` seconds after it opened
-or after its last response; the body's own deadline is ``serving_app.BodyLimit``'s. ``disambig serve`` passes it to
-uvicorn as ``--http disambig.optimizers.serving_protocol:HeaderTimeoutProtocol``.
+or after its last response; the body's own deadline is ``serving_app.BodyLimit``'s. ``disambig serve`` runs it as
+the base of ``serving_write.WriteTimeoutProtocol`` and ``serving_connections.ConnectionLimitProtocol``, the protocol
+it passes to uvicorn (``--http``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class HeaderTimeoutProtocol(H11Protocol):
         super().__init__(*args, **kwargs)
         self.read_timeout = float(os.environ.get(READ_TIMEOUT_ENV, DEFAULT_READ_TIMEOUT))
         self._deadline: asyncio.TimerHandle | None = None
+        self.awaiting_since = 0.0  # loop time from which the next request is awaited (set when the timer is armed)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -43,6 +45,7 @@ class HeaderTimeoutProtocol(H11Protocol):
 
     def _arm(self) -> None:
         self._disarm()
+        self.awaiting_since = self.loop.time()
         if not self.transport.is_closing():
             self._deadline = self.loop.call_later(self.read_timeout, self._expire)
 

@@ -4,9 +4,9 @@ headers a byte at a time, is closed after it; a client gone mid-body leaves no c
 request is answered at once.
 
 A stand-in app behind ``AdmissionLimit`` (one turn, no queue) and ``BodyLimit``, as ``disambig serve`` stacks them,
-in a uvicorn server on loopback in this process with ``HeaderTimeoutProtocol`` and a read timeout of 1 s. Before
-these defences (``bench/slow_clients.py`` on a real ``disambig serve``): six slow senders took every turn and place
-(a normal request got 503), and no attacking connection of any kind was closed within 15 s.
+in a uvicorn server on loopback in this process with ``disambig serve``'s protocol (``serving_sockets``) and a read
+timeout of 1 s. Before these defences (``bench/slow_clients.py`` on a real ``disambig serve``): six slow senders took
+every turn and place (a normal request got 503), and no attacking connection of any kind was closed within 15 s.
 """
 
 from __future__ import annotations
@@ -16,17 +16,15 @@ import json
 import socket
 import threading
 import time
-import urllib.request
 
 import pytest
-import uvicorn
+from serving_sockets import BODY, head, normal_request, read_until_closed, serving, trickle
 
 from disambig.optimizers.serving_admission import AdmissionLimit
 from disambig.optimizers.serving_app import BodyLimit, serve_command
-from disambig.optimizers.serving_protocol import READ_TIMEOUT_ENV, HeaderTimeoutProtocol
+from disambig.optimizers.serving_protocol import READ_TIMEOUT_ENV
 
 READ_SECONDS = 1.0
-BODY = b'{"inputs": ["Who won?"]}'
 
 
 async def echo(scope, receive, send):
@@ -39,56 +37,9 @@ async def echo(scope, receive, send):
 def server(monkeypatch):
     """(port, the AdmissionLimit) of a server answering one request at a time with none waiting."""
     monkeypatch.setenv(READ_TIMEOUT_ENV, str(READ_SECONDS))
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
     admitted = AdmissionLimit(echo, max_concurrent=1, max_queue=0)
-    config = uvicorn.Config(BodyLimit(admitted, 10_000, read_seconds=READ_SECONDS), host="127.0.0.1", port=port,
-                            log_level="warning", lifespan="off", http=HeaderTimeoutProtocol)
-    running = uvicorn.Server(config)
-    thread = threading.Thread(target=running.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not running.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    yield port, admitted
-    running.should_exit = True
-    thread.join(timeout=10)
-
-
-def head(length: int) -> bytes:
-    return f"POST /invocations HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n\r\n".encode()
-
-
-def trickle(sock: socket.socket, data: bytes, stop: threading.Event) -> None:
-    for byte in data:
-        if stop.wait(0.3):
-            return
-        try:
-            sock.sendall(bytes([byte]))
-        except OSError:
-            return
-
-
-def normal_request(port: int) -> tuple[int, bytes, float]:
-    began = time.monotonic()
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/invocations", data=BODY)
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return response.status, response.read(), time.monotonic() - began
-
-
-def read_until_closed(sock: socket.socket, seconds: float) -> tuple[bytes, float]:
-    """What the server sends until it closes the connection, and when it closed (seconds from now)."""
-    began, received = time.monotonic(), b""
-    sock.settimeout(seconds)
-    while True:
-        try:
-            chunk = sock.recv(65536)
-        except ConnectionResetError:
-            chunk = b""
-        if not chunk:
-            return received, time.monotonic() - began
-        received += chunk
+    with serving(BodyLimit(admitted, 10_000, read_seconds=READ_SECONDS)) as (port, _):
+        yield port, admitted
 
 
 @pytest.mark.parametrize("kind", ["slow-body", "short-body"])
@@ -171,9 +122,9 @@ def test_a_client_gone_mid_body_leaves_no_count_behind(server):
     assert normal_request(port)[:2] == (200, BODY)
 
 
-def test_serve_runs_uvicorn_with_the_header_timeout_protocol_and_the_read_timeout():
+def test_serve_runs_uvicorn_with_the_serving_protocol_and_the_read_timeout():
     command, env = serve_command("/models/x", "127.0.0.1", 5001, 60, 1000, read_timeout=7)
-    assert command[command.index("--http") + 1] == "disambig.optimizers.serving_protocol:HeaderTimeoutProtocol"
+    assert command[command.index("--http") + 1] == "disambig.optimizers.serving_connections:ConnectionLimitProtocol"
     assert env[READ_TIMEOUT_ENV] == "7"
 
 

@@ -38,6 +38,14 @@ def serve(
     read_timeout: int = typer.Option(20, "--read-timeout", min=1,
                                      help="Seconds a client has to send a request's headers (a connection that sends "
                                           "none is closed) and again its body (HTTP 408 past it)."),
+    write_timeout: int = typer.Option(20, "--write-timeout", min=1,
+                                      help="Seconds an answer may wait for its client to read it (once the socket's "
+                                           "buffers are full); past it the connection is closed."),
+    max_connections: int = typer.Option(64, "--max-connections", min=2,
+                                        help="Connections held open at once, more than --max-concurrent + "
+                                             "--max-queue; past it a new one takes the place of the one that has "
+                                             "kept the server waiting on its client longest (HTTP 503 when every "
+                                             "place holds a request in progress)."),
 ) -> None:
     """Answer POST /invocations {"inputs": ["question", ...]} with the compiled program (JSON state, no pickle).
 
@@ -49,7 +57,11 @@ def serve(
     answered at once and --max-queue wait their turn; a request beyond both gets HTTP 503 at once, with a Retry-After
     header and the reason, rather than waiting unanswered. A request's body is read in full before it takes a turn: a
     client whose headers have not all arrived --read-timeout seconds after it connected (or after its last answer) is
-    disconnected, and one whose body has not arrived --read-timeout seconds after its headers gets HTTP 408.
+    disconnected, and one whose body has not arrived --read-timeout seconds after its headers gets HTTP 408. An
+    answer the socket has not taken --write-timeout seconds after its buffers filled (a client that does not read)
+    is dropped with its connection. At most --max-connections are held open: past it, a new connection takes the
+    place of the one still sending its request, idle, or not reading its answer for the longest (closed with no
+    reply); only when every place holds a request being answered or waiting is the new one refused with HTTP 503.
 
     The server runs as its own process group: stopping this command (SIGTERM, SIGINT, SIGHUP) stops the server and
     its workers with it.
@@ -57,15 +69,17 @@ def serve(
     from disambig.evaluation.tracking import tracking_uri as resolve_uri
     from disambig.lm.runtime import check_remote_lm
     from disambig.optimizers.serving_app import serve_command
+    from disambig.optimizers.serving_connections import check_max_connections
     from disambig.settings import load_settings
 
+    check_max_connections(max_connections, max_concurrent, max_queue)
     if not model_uri.startswith(("models:/", "runs:/")):
         raise ConfigurationError(f"{model_uri!r} is not an MLflow model URI; compile with tracking on to get one")
     check_remote_lm(load_settings())  # the served program's LM (DISAMBIG_LM) at --api-base, before the server starts
     store = resolve_uri(tracking_uri)
     with downloaded(model_uri, store) as folder:
         command, variables = serve_command(folder, host, port, timeout, max_request_bytes, max_concurrent,
-                                           max_queue, read_timeout)
+                                           max_queue, read_timeout, write_timeout, max_connections)
         code = process_group.run_as_group(command, {**os.environ, "MLFLOW_TRACKING_URI": store, **variables})
     raise typer.Exit(code)
 
