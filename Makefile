@@ -6,8 +6,12 @@ STAMP := $(VENV)/.disambig-installed
 # llama.cpp built with runtime dispatch: one CPU backend per CPU family, the best for this CPU chosen at load
 # (zen4 on AMD EPYC: ~1.6x the portable build's prefill, docs/benchmarks.md). Not the native build, which
 # crashed on prompt prefill on AMX CPUs; DISAMBIG_LLAMA_CPU_VARIANT=haswell picks a safer backend at run time.
-# pip caches the wheel per sdist, not per CMAKE_ARGS: after changing these, `pip cache remove llama_cpp_python`.
-export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON
+# Only the families in use are built (of llama.cpp's 14): zen4 (AMD EPYC), sapphirerapids (Intel with AMX), haswell
+# (AVX2) and the portable x64; no multimodal library (LLAVA_BUILD, unused). tools/llama_cpp_wheel.py builds that
+# wheel once per machine into LLAMA_WHEELS, keyed by the pinned version, the variants and CMAKE_ARGS (docs/models.md).
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DLLAVA_BUILD=OFF
+LLAMA_CPU_VARIANTS ?= x64 haswell zen4 sapphirerapids
+LLAMA_WHEELS ?= $(HOME)/.cache/disambig/wheels
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 # Idle OpenMP workers sleep instead of spinning: spinning threads starve llama.cpp and torch on 2 cores.
@@ -19,7 +23,10 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
+	wheel=$$($(PY) tools/llama_cpp_wheel.py build --variants "$(LLAMA_CPU_VARIANTS)" --cache "$(LLAMA_WHEELS)") && \
+	  $(PY) -m pip install --quiet --no-deps --force-reinstall "$$wheel"
 	$(PY) -m pip install --quiet -e '.[dev,spark,qwen]'
+	$(PY) tools/llama_cpp_wheel.py check --variants "$(LLAMA_CPU_VARIANTS)"
 	touch $(STAMP)
 
 install: $(STAMP)

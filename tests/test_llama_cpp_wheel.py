@@ -1,0 +1,118 @@
+"""``tools/llama_cpp_wheel.py``: the CMake rewrite keeping chosen CPU variants, the pin, the cache key; no build."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# The GGML_CPU_ALL_VARIANTS list of llama.cpp's ggml/src/CMakeLists.txt (llama-cpp-python 0.3.36), cut short.
+CMAKE = """\
+ggml_add_backend(CPU)
+
+if (GGML_CPU_ALL_VARIANTS)
+    if (NOT GGML_BACKEND_DL)
+        message(FATAL_ERROR "GGML_CPU_ALL_VARIANTS requires GGML_BACKEND_DL")
+    endif()
+    if (GGML_SYSTEM_ARCH STREQUAL "x86")
+        ggml_add_cpu_backend_variant(x64)
+        ggml_add_cpu_backend_variant(sse42              SSE42)
+        ggml_add_cpu_backend_variant(haswell            SSE42 AVX F16C FMA AVX2 BMI2)
+        if (NOT MSVC)
+            # MSVC 2022 doesn't support BF16 intrinsics
+            ggml_add_cpu_backend_variant(zen4           SSE42 AVX F16C FMA AVX2 BMI2 AVX512 AVX512_BF16)
+        endif()
+        ggml_add_cpu_backend_variant(alderlake          SSE42 AVX F16C FMA AVX2 BMI2 AVX_VNNI)
+    elseif(GGML_SYSTEM_ARCH STREQUAL "ARM")
+        ggml_add_cpu_backend_variant(armv8.0_1)
+    endif()
+endif()
+"""
+
+
+@pytest.fixture
+def wheel_tool(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "tools"))
+    return importlib.import_module("llama_cpp_wheel")
+
+
+def test_keep_variants_leaves_the_named_lines_in_upstream_order(wheel_tool):
+    kept = wheel_tool.keep_variants(CMAKE, ["zen4", "x64"])
+    # x64 then zen4 as upstream lists them, zen4's flags unchanged, its MSVC guard gone; the ARM branch untouched.
+    assert kept.split('STREQUAL "x86")\n')[1].split("    elseif")[0] == (
+        "        ggml_add_cpu_backend_variant(x64)\n"
+        "        ggml_add_cpu_backend_variant(zen4           SSE42 AVX F16C FMA AVX2 BMI2 AVX512 AVX512_BF16)\n"
+    )
+    assert kept.endswith('    elseif(GGML_SYSTEM_ARCH STREQUAL "ARM")\n'
+                         "        ggml_add_cpu_backend_variant(armv8.0_1)\n    endif()\nendif()\n")
+
+
+@pytest.mark.parametrize(("cmake", "variants", "message"), [
+    (CMAKE, ["x64", "zen5"], "no x86 CPU variant zen5 in .*; it has x64, sse42, haswell, zen4, alderlake"),
+    (CMAKE, [], "no CPU variants named"),
+    (CMAKE.replace("if (GGML_CPU_ALL_VARIANTS)", "if (GGML_CPU_SOME_VARIANTS)"), ["x64"], "has no x86 branch"),
+    (CMAKE.replace('elseif(GGML_SYSTEM_ARCH STREQUAL "ARM")', "else()"), ["x64"], "has no x86 branch"),
+])
+def test_keep_variants_refuses_what_it_cannot_find(wheel_tool, cmake, variants, message):
+    with pytest.raises(ValueError, match=message):
+        wheel_tool.keep_variants(cmake, variants)
+
+
+def pyproject(*dependencies: str) -> str:
+    return "[project]\ndependencies = [" + ", ".join(f'"{d}"' for d in dependencies) + "]\n"
+
+
+def test_pinned_version_reads_the_exact_pin(wheel_tool):
+    assert wheel_tool.pinned_version(pyproject("dspy==3.4.1", "llama-cpp-python[server]==0.3.36")) == "0.3.36"
+    assert wheel_tool.pinned_version(pyproject("Llama_CPP.python == 0.3.7")) == "0.3.7"
+    assert wheel_tool.pinned_version((ROOT / "pyproject.toml").read_text()) == "0.3.36"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    (pyproject("llama-cpp-python>=0.3"), "pin one version with =="),
+    (pyproject("dspy==3.4.1"), "does not require llama-cpp-python"),
+])
+def test_pinned_version_refuses_a_missing_or_loose_pin(wheel_tool, text, message):
+    with pytest.raises(ValueError, match=message):
+        wheel_tool.pinned_version(text)
+
+
+def test_cache_key_depends_on_version_variants_and_cmake_args_only(wheel_tool):
+    key = wheel_tool.cache_key("0.3.36", ["zen4", "x64"], "-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON")
+    assert key.startswith("0.3.36-x64-zen4-")
+    assert key == wheel_tool.cache_key("0.3.36", ["x64", "zen4"], " -DGGML_NATIVE=OFF  -DGGML_BACKEND_DL=ON ")
+    assert key != wheel_tool.cache_key("0.3.36", ["x64", "zen4"], "-DGGML_NATIVE=OFF")
+    assert key != wheel_tool.cache_key("0.3.36", ["x64"], "-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON")
+
+
+def test_backends_names_the_cpu_libraries(wheel_tool):
+    paths = ["bin/libggml-cpu-zen4.so", "../../bin/libggml-cpu-x64.so", "llama_cpp/lib/libggml-base.so",
+             "llama_cpp/lib/libggml-cpu.so.0"]
+    assert wheel_tool.backends(paths) == {"zen4", "x64"}
+
+
+def test_build_returns_a_cached_wheel_without_downloading(wheel_tool, tmp_path, monkeypatch):
+    monkeypatch.setenv("CMAKE_ARGS", "-DGGML_BACKEND_DL=ON")
+    folder = tmp_path / wheel_tool.cache_key("0.3.36", ["x64", "zen4"], "-DGGML_BACKEND_DL=ON")
+    folder.mkdir()
+    (folder / "llama_cpp_python-0.3.36-py3-none-linux_x86_64.whl").write_bytes(b"")
+
+    def no_subprocess(*args, **kwargs):
+        raise AssertionError("a cached wheel must not be rebuilt")
+
+    monkeypatch.setattr(subprocess, "run", no_subprocess)
+    assert wheel_tool.build(["zen4", "x64"], tmp_path) == folder / "llama_cpp_python-0.3.36-py3-none-linux_x86_64.whl"
+
+
+def test_check_refuses_an_install_with_other_backends(wheel_tool, monkeypatch):
+    installed = SimpleNamespace(files=["../../bin/libggml-cpu-x64.so", "../../bin/libggml-cpu-zen4.so",
+                                       "../../bin/libggml-cpu-haswell.so"])
+    monkeypatch.setattr(wheel_tool.importlib.metadata, "distribution", lambda name: installed)
+    wheel_tool.check(["x64", "zen4", "haswell"])
+    with pytest.raises(ValueError, match=r"has the CPU backends \['haswell', 'x64', 'zen4'\], not \['x64', 'zen4'\]"):
+        wheel_tool.check(["x64", "zen4"])

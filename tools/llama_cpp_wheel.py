@@ -1,0 +1,170 @@
+"""llama-cpp-python built with a chosen subset of llama.cpp's x86 CPU backends, once per machine.
+
+    python tools/llama_cpp_wheel.py build --variants "x64 haswell zen4 sapphirerapids" --cache ~/.cache/disambig/wheels
+    python tools/llama_cpp_wheel.py check --variants "x64 haswell zen4 sapphirerapids"
+
+llama.cpp's ``GGML_CPU_ALL_VARIANTS`` compiles all 14 x86 CPU backends (about 25 minutes on 2 cores) and its CMake
+has no option for a subset. ``build`` downloads the llama-cpp-python sdist pinned in pyproject.toml, keeps only the
+chosen ``ggml_add_cpu_backend_variant(...)`` lines of its ``ggml/src/CMakeLists.txt`` (refusing a file that no
+longer has them), builds the wheel with the ``CMAKE_ARGS`` of the environment, checks that the wheel holds exactly
+those backends, and keeps it in CACHE/<version>-<variants>-<hash of CMAKE_ARGS>/; it prints the wheel's path, at
+once when that folder already has it. ``check`` fails unless the installed llama-cpp-python has exactly the chosen
+backends (so a later ``pip install`` that replaced the build is caught). Standard library only: it runs before the
+project is installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.metadata
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import tomllib
+import zipfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+logger = logging.getLogger("llama_cpp_wheel")
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECT = "llama-cpp-python"
+CMAKE_FILE = "vendor/llama.cpp/ggml/src/CMakeLists.txt"
+# The x86 branch of the GGML_CPU_ALL_VARIANTS list: from its `if` to the ARM branch that follows it.
+X86_BLOCK = re.compile(
+    r'(if \(GGML_CPU_ALL_VARIANTS\).*?if \(GGML_SYSTEM_ARCH STREQUAL "x86"\)\n)(.*?\n)(\s*elseif\s*\(GGML_SYSTEM_ARCH)',
+    re.DOTALL,
+)
+VARIANT_LINE = re.compile(r"^\s*ggml_add_cpu_backend_variant\((\w+)\b.*\)\s*$", re.MULTILINE)
+BACKEND_FILE = re.compile(r"libggml-cpu-(\w+)\.so$")
+
+
+def pinned_version(pyproject: str) -> str:
+    """The version pyproject.toml pins llama-cpp-python to (``==``), which keys the wheel cache."""
+    for requirement in tomllib.loads(pyproject)["project"]["dependencies"]:
+        name = re.match(r"[A-Za-z0-9._-]+", requirement).group(0)
+        if re.sub(r"[-_.]+", "-", name).lower() == PROJECT:
+            pinned = re.search(r"==\s*([\w.!+-]+)\s*$", requirement)
+            if pinned is None:
+                raise ValueError(f"pyproject.toml requires {requirement!r}; pin one version with == so the built "
+                                 f"wheel can be reused")
+            return pinned.group(1)
+    raise ValueError(f"pyproject.toml does not require {PROJECT}")
+
+
+def keep_variants(cmake: str, variants: Sequence[str]) -> str:
+    """``ggml/src/CMakeLists.txt`` with only the named x86 CPU variants left in its GGML_CPU_ALL_VARIANTS list.
+
+    The kept lines are upstream's own (same feature flags), in upstream order; the ``if (NOT MSVC)`` guards around
+    some of them go (this build is not MSVC). Raises ValueError when the list, or a named variant, is not found.
+    """
+    if not variants:
+        raise ValueError("no CPU variants named; name at least one, e.g. x64 (the portable one)")
+    found = X86_BLOCK.search(cmake)
+    if found is None:
+        raise ValueError(f"{CMAKE_FILE} has no x86 branch under `if (GGML_CPU_ALL_VARIANTS)`; llama.cpp changed "
+                         f"how it lists CPU variants, so tools/llama_cpp_wheel.py needs updating")
+    lines = {m.group(1): m.group(0).strip() for m in VARIANT_LINE.finditer(found.group(2))}
+    missing = [v for v in variants if v not in lines]
+    if missing:
+        raise ValueError(f"no x86 CPU variant {', '.join(missing)} in {CMAKE_FILE}; it has {', '.join(lines)}")
+    kept = "".join(f"        {line}\n" for name, line in lines.items() if name in variants)
+    return cmake[: found.start(2)] + kept + cmake[found.end(2) :]
+
+
+def cache_key(version: str, variants: Iterable[str], cmake_args: str) -> str:
+    """The wheel's folder name: same version, variants (in any order) and CMAKE_ARGS, same wheel."""
+    args = hashlib.sha256(" ".join(cmake_args.split()).encode()).hexdigest()[:8]
+    return f"{version}-{'-'.join(sorted(set(variants)))}-{args}"
+
+
+def backends(paths: Iterable[str]) -> set[str]:
+    """The CPU variants among file paths (``.../libggml-cpu-zen4.so`` -> ``zen4``)."""
+    return {m.group(1) for p in paths if (m := BACKEND_FILE.search(p))}
+
+
+def build(variants: Sequence[str], cache: Path, python: str = sys.executable) -> Path:
+    """The cached wheel for these variants, built first if the cache does not have it."""
+    version = pinned_version((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    cmake_args = os.environ.get("CMAKE_ARGS", "")
+    target = cache / cache_key(version, variants, cmake_args)
+    wheels = sorted(target.glob("*.whl"))
+    if wheels:
+        return wheels[0]
+    cache.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".building-", dir=cache))
+    try:
+        _build_into(work, version, variants, cmake_args, python)
+        try:
+            (work / "out").rename(target)
+        except OSError:  # another build finished first: it is the same wheel
+            if not any(target.glob("*.whl")):
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return sorted(target.glob("*.whl"))[0]
+
+
+def _build_into(work: Path, version: str, variants: Sequence[str], cmake_args: str, python: str) -> None:
+    subprocess.run([python, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
+                    f"{PROJECT}=={version}", "--dest", str(work / "sdist")], check=True)
+    (sdist,) = (work / "sdist").glob("*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        archive.extractall(work / "src", filter="data")
+    (source,) = (work / "src").iterdir()
+    cmake = source / CMAKE_FILE
+    cmake.write_text(keep_variants(cmake.read_text(encoding="utf-8"), variants), encoding="utf-8")
+    logger.info("building %s %s with the CPU backends %s (once per machine; 2 cores take several minutes)",
+                PROJECT, version, " ".join(variants))
+    started = time.monotonic()
+    subprocess.run([python, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(work / "out"),
+                    str(source)], check=True)
+    seconds = time.monotonic() - started
+    (wheel,) = (work / "out").glob("*.whl")
+    built = backends(zipfile.ZipFile(wheel).namelist())
+    if built != set(variants):
+        raise ValueError(f"{wheel.name} has the CPU backends {sorted(built)}, not {sorted(variants)}")
+    record = {"version": version, "variants": list(variants), "cmake_args": cmake_args, "build_seconds": round(seconds),
+              "sdist": sdist.name, "sdist_sha256": hashlib.sha256(sdist.read_bytes()).hexdigest()}
+    (work / "out" / "build.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    logger.info("built %s in %.0f s", wheel.name, seconds)
+
+
+def check(variants: Sequence[str]) -> None:
+    """Raise ValueError unless the installed llama-cpp-python has exactly these CPU backends."""
+    files = importlib.metadata.distribution(PROJECT).files or []
+    installed = backends(str(f) for f in files)
+    if installed != set(variants):
+        raise ValueError(f"the installed {PROJECT} has the CPU backends {sorted(installed) or 'built in'}, not "
+                         f"{sorted(variants)}: a pip install replaced the build; run `make install` again after "
+                         f"`rm .venv/.disambig-installed`")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("action", choices=["build", "check"])
+    parser.add_argument("--variants", required=True, help="x86 CPU variants, space-separated (e.g. 'x64 zen4')")
+    parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "disambig" / "wheels",
+                        help="folder of built wheels (build only)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
+    variants = args.variants.split()
+    try:
+        if args.action == "build":
+            print(build(variants, args.cache.expanduser()))
+        else:
+            check(variants)
+    except (ValueError, subprocess.CalledProcessError) as exc:
+        sys.exit(f"llama_cpp_wheel: {exc}")
+
+
+if __name__ == "__main__":
+    main()
