@@ -36,6 +36,34 @@ def write_lucene(folder: Path, shards: CorpusShards, progress: Progress | None =
     return {"backend": f"pyserini {package_version('pyserini')}", "fields": "title + text"}
 
 
+CODEC_MAGIC = bytes.fromhex("3fd76c17")
+FOOTER_MAGIC = bytes.fromhex("c02893e8")
+"""Lucene's ``CodecUtil``: every index file starts with ``CODEC_MAGIC`` and ends with a 16-byte footer starting with
+``FOOTER_MAGIC`` (then a checksum); ``write.lock`` is empty."""
+
+
+def lucene_mismatch(folder: Path, manifest: dict[str, Any]) -> str | None:
+    """Why the Lucene index in ``folder`` is damaged, naming the file, or None: it must have a ``segments_N`` file,
+    and every file must carry Lucene's header and footer marks. Cheap (two small reads a file, no JVM); a file
+    damaged between its marks shows when Lucene opens it (``BM25Retriever``)."""
+    lucene = folder / LUCENE_DIR
+    if not lucene.is_dir():
+        return f"its {LUCENE_DIR} folder is missing"
+    if not any(lucene.glob("segments_*")):
+        return f"its {LUCENE_DIR} folder has no segments_N file"
+    for path in sorted(lucene.iterdir()):
+        if path.is_file() and path.name != "write.lock" and not _lucene_marked(path):
+            return f"its {LUCENE_DIR}/{path.name} is cut short or not a Lucene file"
+    return None
+
+
+def _lucene_marked(path: Path) -> bool:
+    with path.open("rb") as handle:
+        head = handle.read(len(CODEC_MAGIC))
+        handle.seek(max(0, path.stat().st_size - 16))
+        return head == CODEC_MAGIC and handle.read(len(FOOTER_MAGIC)) == FOOTER_MAGIC
+
+
 def contents(passage: dict[str, str]) -> str:
     """The text BM25 sees: the title on its own line, then the passage."""
     return f"{passage['title']}\n{passage['text']}".strip()

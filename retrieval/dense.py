@@ -127,15 +127,19 @@ def concatenate(shards: list[Any], path: Path) -> None:
 
 def files_mismatch(folder: Path, manifest: dict[str, Any]) -> str | None:
     """Why ``vectors.npy`` and the FAISS index in ``folder`` are not ``passages`` float32 vectors of ``dimension``
-    as ``manifest`` records (a finished build checked before it is kept), or None when they are."""
+    as ``manifest`` records (naming the file), or None when they are: a finished build is checked before it is kept,
+    an index ``index build`` finds before it is called up to date."""
     import numpy as np
 
     expected = (manifest.get("passages"), manifest.get("dimension"))
     try:
         vectors = np.load(folder / VECTORS_FILE, mmap_mode="r")
+    except (OSError, ValueError) as exc:
+        return f"its {VECTORS_FILE} cannot be read ({type(exc).__name__})"
+    try:
         index = faiss_index.read(folder / FAISS_FILE)
-    except (OSError, ValueError, RuntimeError) as exc:
-        return f"its {VECTORS_FILE} or {FAISS_FILE} cannot be read ({type(exc).__name__})"
+    except (OSError, RuntimeError) as exc:
+        return f"its {FAISS_FILE} cannot be read ({type(exc).__name__})"
     if vectors.dtype != np.float32 or tuple(vectors.shape) != expected:
         return f"its {VECTORS_FILE} holds {vectors.dtype} {tuple(vectors.shape)}, the manifest says float32 {expected}"
     if (index.ntotal, index.d) != expected:

@@ -98,6 +98,27 @@ def ensure_index(kind: str, corpus: str, cache_dir: str | Path, embedder: Any = 
                       encode)
 
 
+def verify_index(kind: str, corpus: str, folder: Path) -> None:
+    """Check the built ``bm25`` or ``dense`` index of ``corpus`` at ``folder`` without searching it: its manifest
+    and passage store open and agree (``read_index``), and its index files are whole (a dense index's
+    ``vectors.npy`` and FAISS file hold the manifest's rows and dimensions; a BM25 index's Lucene files carry
+    Lucene's header and footer marks).
+
+    Raises:
+        IndexCorruptError: one line naming the damaged file and the rebuild command.
+    """
+    from disambig.retrieval.bm25 import lucene_mismatch
+    from disambig.retrieval.dense import files_mismatch
+    from disambig.retrieval.store import IndexCorruptError, rebuild_hint
+
+    _check_kind(kind, INDEX_KINDS)
+    manifest, _ = read_index(folder, corpus, kind)
+    reason = (files_mismatch if kind == "dense" else lucene_mismatch)(folder, manifest)
+    if reason is not None:
+        raise IndexCorruptError(f"{kind} index at {str(folder)!r} is damaged: {reason}; rebuild it with "
+                                f"`{rebuild_hint(corpus, kind)}`")
+
+
 def _kept(kind: str, folder: Path, search: SearchParams | None) -> Path:
     """An up-to-date index, with the dense ``search`` parameters stored when given."""
     if kind == "dense" and search:

@@ -321,16 +321,19 @@ def read_index(folder: Path, corpus: str, kind: str) -> tuple[dict[str, Any], An
 
     Raises:
         IndexMissingError: nothing was built at ``folder``.
-        IndexCorruptError: the manifest or passages are unreadable, incomplete or of another format version.
+        IndexCorruptError: the manifest or passages are unreadable (the line names the file), incomplete or of
+            another format version; the line names the rebuild command.
     """
     if not folder.is_dir():
         raise IndexMissingError(f"no {kind} index of corpus {corpus!r} in {str(folder.parent)!r}; build it with "
                                 f"`{build_hint(corpus, kind)}`")
+    path = folder / MANIFEST
     try:
-        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-        passages = _open_passages(folder)
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        path = _passages_path(folder)
+        passages = _open_passages(path)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, sqlite3.DatabaseError) as exc:
-        raise IndexCorruptError(f"{kind} index at {str(folder)!r} is missing files or corrupt ({type(exc).__name__}); "
+        raise IndexCorruptError(f"{kind} index file {str(path)!r} is missing or corrupt ({type(exc).__name__}); "
                                 f"rebuild it with `{rebuild_hint(corpus, kind)}`") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_VERSION:
         raise IndexCorruptError(f"{kind} index at {str(folder)!r} has format {_get(manifest, 'format')!r}, this "
@@ -341,10 +344,16 @@ def read_index(folder: Path, corpus: str, kind: str) -> tuple[dict[str, Any], An
     return manifest, passages
 
 
-def _open_passages(folder: Path) -> Any:
-    if (folder / PASSAGES_DB).is_file():
-        return SqlitePassages(folder / PASSAGES_DB)
-    with (folder / PASSAGES).open(encoding="utf-8") as handle:
+def _passages_path(folder: Path) -> Path:
+    """The passage store of ``folder``: ``passages.sqlite``, or ``passages.jsonl`` in an index built before it."""
+    legacy = folder / PASSAGES
+    return legacy if legacy.is_file() and not (folder / PASSAGES_DB).is_file() else folder / PASSAGES_DB
+
+
+def _open_passages(path: Path) -> Any:
+    if path.name == PASSAGES_DB:
+        return SqlitePassages(path)
+    with path.open(encoding="utf-8") as handle:
         return [json.loads(line) for line in handle]
 
 

@@ -69,7 +69,7 @@ TAMPERINGS = {  # what is done to the stopped build (or its corpus), and the rea
     "a dimension lost": (lambda f, c: trim_vectors(f, slice(None), slice(0, -1)),
                          "its vectors.npy holds float32 (150, 5), the manifest says float32 (150, 6)"),
     "FAISS file damaged": (lambda f, c: (f / "faiss.index").write_bytes(b"not an index"),
-                           "its vectors.npy or faiss.index cannot be read (RuntimeError)"),
+                           "its faiss.index cannot be read (RuntimeError)"),
     "manifest cut": (lambda f, c: (f / "manifest.json").write_text((f / "manifest.json").read_text()[:40]),
                      "its manifest.json is unreadable"),
     "another encoder": (lambda f, c: edit_manifest(f, params={"encoder": "other-model"}),

@@ -121,15 +121,16 @@ def test_corrupt_index_file_names_the_rebuild_command(corpus, settings):
 def test_corrupt_passage_store_names_the_rebuild_command(corpus, settings):
     folder = build_retriever("dense", corpus, settings, embedder=VocabEmbedder()).folder
     (folder / "passages.sqlite").write_bytes(b"\x00not a database" * 100)
-    with pytest.raises(IndexCorruptError, match=r"missing files or corrupt \(DatabaseError\); rebuild it with "
-                                                r"`disambig index build --corpus .*tiny.jsonl --kind dense --force`$"):
+    with pytest.raises(IndexCorruptError, match=r"index file '.*/passages.sqlite' is missing or corrupt "
+                                                r"\(DatabaseError\); rebuild it with `disambig index build --corpus "
+                                                r".*tiny.jsonl --kind dense --force`$"):
         build_retriever("dense", corpus, settings, embedder=VocabEmbedder(), auto_build=False)
 
 
 def test_corrupt_manifest_names_the_rebuild_command(corpus, settings):
     folder = build_retriever("dense", corpus, settings, embedder=VocabEmbedder()).folder
     (folder / "manifest.json").write_text("{broken", encoding="utf-8")
-    with pytest.raises(IndexCorruptError, match="missing files or corrupt .* --kind dense --force"):
+    with pytest.raises(IndexCorruptError, match="/manifest.json' is missing or corrupt .* --kind dense --force"):
         build_retriever("dense", corpus, settings, embedder=VocabEmbedder())
 
 
@@ -181,6 +182,16 @@ def test_stored_vectors_are_the_index_rows_of_the_asked_passages(corpus, setting
     np.testing.assert_allclose(retriever.stored_vectors(["p3", "p1"]), VocabEmbedder().encode(
         [f"{p['title']}: {p['text']}" for p in (PASSAGES[2], PASSAGES[0])]), atol=1e-6)
     assert retriever.stored_vectors(["p1", "not-in-the-corpus"]) is None
+
+
+def test_a_truncated_vectors_file_names_itself_and_the_rebuild_command(corpus, settings):
+    retriever = build_retriever("dense", corpus, settings, embedder=VocabEmbedder())
+    path = retriever.folder / "vectors.npy"
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    with pytest.raises(IndexCorruptError, match=r"^vectors file '.*/vectors.npy' cannot be read \(ValueError\); "
+                                                r"rebuild it with `disambig index build --corpus .*tiny.jsonl --kind "
+                                                r"dense --force`$"):
+        retriever.stored_vectors(["p1"])  # what the reranker and ADF's gate read; search itself does not
 
 
 def test_the_reranker_reads_candidates_from_the_index_instead_of_encoding_them(corpus, settings):

@@ -106,15 +106,22 @@ def spark_encoding(engine: str, master: str | None, embedder: str, kind: str) ->
 
 def build_with_progress(console: Console, kind: str, corpus: str, settings: Any, encoder: Any = None,
                         force: bool = False, dense: DenseOptions = DenseOptions()) -> tuple[Path, bool]:
-    """Build one index (unless up to date) behind a progress bar; return its folder and whether it was built."""
+    """Build one index (unless up to date) behind a progress bar; return its folder and whether it was built.
+
+    Raises:
+        IndexCorruptError: the index exists but is damaged (``verify_index``: one line naming the file and the
+            rebuild command), rather than calling it up to date.
+    """
     from disambig.retrieval.bm25 import PREBUILT
-    from disambig.retrieval.factory import ensure_index, needs_build
+    from disambig.retrieval.factory import ensure_index, needs_build, verify_index
     from disambig.retrieval.prebuilt import corpus_name
 
     corpus = corpus_name(corpus)
     if not corpus.startswith(PREBUILT) and not force and not needs_build(kind, corpus, settings.cache_dir, encoder,
                                                                           dense.faiss_factory):
-        return ensure_index(kind, corpus, settings.cache_dir, encoder, search=dense.search), False
+        folder = ensure_index(kind, corpus, settings.cache_dir, encoder, search=dense.search)
+        verify_index(kind, corpus, folder)
+        return folder, False
     build = {"force": force, "threads": settings.threads, "faiss_factory": dense.faiss_factory, "search": dense.search,
              "shard_size": dense.shard_size, "encode": dense.encode}
     if not console.is_terminal:  # a bar would only show once done; the build logs its progress lines instead
