@@ -122,7 +122,7 @@ def _build_into(work: Path, version: str, variants: Sequence[str], cmake_args: s
     (source,) = (work / "src").iterdir()
     cmake = source / CMAKE_FILE
     cmake.write_text(keep_variants(cmake.read_text(encoding="utf-8"), variants), encoding="utf-8")
-    logger.info("building %s %s with the CPU backends %s (once per machine; 2 cores take several minutes)",
+    logger.info("building %s %s with the CPU backends %s (once per machine; about 10 minutes on 2 busy cores)",
                 PROJECT, version, " ".join(variants))
     started = time.monotonic()
     subprocess.run([python, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(work / "out"),
