@@ -8,7 +8,9 @@ returned and, when it escalated, the first candidate's answer in the trace (``no
 rows the returned answer *is* the first candidate's. So the first candidate's answers to the same questions, from the
 same code in the same run, are known without another LM call, and the table compares the cascade with them (95%
 paired-bootstrap interval, "tie" where it spans 0). ``--stored`` adds a separate run of a candidate (e.g. the
-escalation target answering every question) on the questions both hold.
+escalation target answering every question) on the questions both hold; ``--split-at N`` the cascade against its
+first stage on the run's first N questions and on the rest (e.g. questions a policy was already reported on, and new
+ones).
 """
 
 from __future__ import annotations
@@ -53,7 +55,14 @@ def per_question(rows: dict[str, dict], key: str) -> float:
     return sum(float((r.get("trace") or {}).get(key, 0) or 0) for r in rows.values()) / max(len(rows), 1)
 
 
-def compare(run: Path, dataset: str, metric: str, stored: list[Path]) -> str:
+def parts(ids: list[str], split_at: int) -> list[tuple[str, list[str]]]:
+    """The run's questions before and from ``split_at`` (in the run's order, the split's), labelled; none for 0."""
+    if not 0 < split_at < len(ids):
+        return []
+    return [(f"questions 1-{split_at}", ids[:split_at]), (f"questions {split_at + 1}-{len(ids)}", ids[split_at:])]
+
+
+def compare(run: Path, dataset: str, metric: str, stored: list[Path], split_at: int = 0) -> str:
     """The markdown table of the cascade against its first stage (and any stored runs), with its notes."""
     from rescore import difference_cell
 
@@ -80,6 +89,14 @@ def compare(run: Path, dataset: str, metric: str, stored: list[Path]) -> str:
         tokens = per_question(answers, "input_tokens") + per_question(answers, "output_tokens")
         lines.append(f"| {label} | {metrics.get(metric, float('nan')):.3f} | {cell} | "
                      f"{per_question(answers, 'lm_calls'):.2f} | {tokens:,.0f} |")
+    for label, part in parts(list(final), split_at):
+        scores, metrics = scored({i: final[i] for i in part}, dataset, metric)
+        first_part = {i: reference[i] for i in part}
+        _, first_metrics = scored({i: first[i] for i in part}, dataset, metric)
+        cell = difference_cell(scores, first_part, metric)
+        lines.append(f"| route cascade, {label} | {metrics.get(metric, float('nan')):.3f} (first stage "
+                     f"{first_metrics.get(metric, float('nan')):.3f}) | {cell} | "
+                     f"{per_question({i: final[i] for i in part}, 'lm_calls'):.2f} | |")
     escalated = sum(bool(c.get("escalated")) for c in decided)
     failed = sum(not r.get("prediction") for r in final.values())
     commits = sorted({str((r.get("code") or {}).get("commit", ""))[:7] for r in final.values()} - {""})
@@ -99,8 +116,9 @@ def main() -> None:
     parser.add_argument("--stored", type=Path, nargs="*", default=[])
     parser.add_argument("--results", type=Path)
     parser.add_argument("--section", default="")
+    parser.add_argument("--split-at", type=int, default=0, help="Also compare the questions before and from N.")
     args = parser.parse_args()
-    text = compare(args.run, args.dataset, args.metric, args.stored)
+    text = compare(args.run, args.dataset, args.metric, args.stored, args.split_at)
     print(text)
     if args.results:
         command = "python bench/route_cascade_e2e.py " + " ".join(sys.argv[1:])

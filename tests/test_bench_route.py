@@ -112,6 +112,14 @@ def test_route_cascade_e2e_scores_the_first_stage_from_the_trace(tmp_path, bench
     assert lines["route cascade"].startswith("| route cascade | 0.333 | +0.000 [")
     assert "| 3.67 | " in lines["route cascade"]  # (8 + 8 + 2 + 2 + 2 + 0) / 6
     assert "escalated to adf on 2; failed 1" in text and "code abc1234" in text
+    assert "questions 1-" not in text  # no split asked for
+
+
+def test_route_cascade_e2e_splits_the_run_at_a_question(tmp_path, bench, asqa_file):
+    text = bench("route_cascade_e2e").compare(cascade_run(tmp_path / "e2e", asqa_file), asqa_file, "str-em", [], 2)
+    # mini-1..2: the cascade right on mini-1, its first stage on mini-2; mini-3..6: both right on mini-4 only.
+    assert "| route cascade, questions 1-2 | 0.500 (first stage 0.500) | +0.000 [" in text
+    assert "| route cascade, questions 3-6 | 0.250 (first stage 0.250) | +0.000 [+0.000, +0.000] tie | 1.50 | |" in text
 
 
 def test_route_cascade_e2e_refuses_a_run_that_is_not_a_cascade(tmp_path, bench, asqa_file):
