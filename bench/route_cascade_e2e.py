@@ -39,16 +39,28 @@ def first_stage(row: dict) -> dict:
     return {**row, "prediction": prediction, "trace": trace}
 
 
-def scored(rows: dict[str, dict], dataset: str, metric: str) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
-    """Each question's scores and the corpus-level value of ``metric`` (with its inputs) over ``rows`` (a failed row
-    scores as an empty answer)."""
+def scorer(dataset: str, metric: str):
+    """A function giving each question's scores (``metric`` and its inputs) of a set of rows (a failed row scores as
+    an empty answer); the questions and the metrics are loaded once."""
     from disambig.cli.score_cmd import build_metrics, flatten_result, load_questions
     from disambig.evaluation.scoring import score_predictions
 
     examples, kind = load_questions(dataset)
     metrics = build_metrics([metric], kind, None, None)
-    result = score_predictions([flatten_result(r) for r in rows.values()], examples, metrics)
-    return {str(q["id"]): q["scores"] for q in result.per_question}, result.metrics
+
+    def score(rows: dict[str, dict]) -> dict[str, dict[str, float]]:
+        result = score_predictions([flatten_result(r) for r in rows.values()], examples, metrics)
+        return {str(q["id"]): q["scores"] for q in result.per_question}
+
+    return score
+
+
+def value(metric: str, scores: dict[str, dict[str, float]], ids: list[str] | None = None) -> float:
+    """The corpus-level ``metric`` over the questions ``ids`` (default all) from their per-question scores."""
+    from disambig.optimizers.route_eval import corpus_score
+    from disambig.optimizers.route_labels import Outcome
+
+    return corpus_score(metric, [Outcome(scores[i], 0) for i in (scores if ids is None else ids)])
 
 
 def per_question(rows: dict[str, dict], key: str) -> float:
@@ -74,28 +86,25 @@ def compare(run: Path, dataset: str, metric: str, stored: list[Path], split_at: 
         raise SystemExit(f"{run} is not a route cascade run (no trace note route.cascade); pass the cascade's run")
     first_name, escalate_name = decided[0].get("first", "first"), decided[0].get("escalate", "escalation")
     first = {i: first_stage(r) for i, r in final.items()}
-    reference, _ = scored(first, dataset, metric)
-    rows = [(f"{first_name} (the cascade's first stage)", first, "reference"),
-            ("route cascade", final, None)]
+    score = scorer(dataset, metric)
+    reference, cascade = score(first), score(final)
+    rows = [(f"{first_name} (the cascade's first stage)", first, reference, "reference"),
+            ("route cascade", final, cascade, None)]
     for folder in stored:
         other = {i: r for i, r in load_rows(folder).items() if i in final}
         if other:
-            rows.append((f"{folder.name} (separate run, {len(other)} of these questions)", other, None))
+            rows.append((f"{folder.name} (separate run, {len(other)} of these questions)", other, score(other), None))
     lines = [f"| answers | {metric} | Δ vs {first_name} [95% CI] | LM calls/q | tokens/q |", "|---|---|---|---|---|"]
-    for label, answers, cell in rows:
-        scores, metrics = scored(answers, dataset, metric)
+    for label, answers, scores, cell in rows:
         if cell is None:
             cell = difference_cell(scores, {i: reference[i] for i in scores}, metric)
         tokens = per_question(answers, "input_tokens") + per_question(answers, "output_tokens")
-        lines.append(f"| {label} | {metrics.get(metric, float('nan')):.3f} | {cell} | "
+        lines.append(f"| {label} | {value(metric, scores):.3f} | {cell} | "
                      f"{per_question(answers, 'lm_calls'):.2f} | {tokens:,.0f} |")
     for label, part in parts(list(final), split_at):
-        scores, metrics = scored({i: final[i] for i in part}, dataset, metric)
-        first_part = {i: reference[i] for i in part}
-        _, first_metrics = scored({i: first[i] for i in part}, dataset, metric)
-        cell = difference_cell(scores, first_part, metric)
-        lines.append(f"| route cascade, {label} | {metrics.get(metric, float('nan')):.3f} (first stage "
-                     f"{first_metrics.get(metric, float('nan')):.3f}) | {cell} | "
+        cell = difference_cell({i: cascade[i] for i in part}, {i: reference[i] for i in part}, metric)
+        lines.append(f"| route cascade, {label} | {value(metric, cascade, part):.3f} (first stage "
+                     f"{value(metric, reference, part):.3f}) | {cell} | "
                      f"{per_question({i: final[i] for i in part}, 'lm_calls'):.2f} | |")
     escalated = sum(bool(c.get("escalated")) for c in decided)
     failed = sum(not r.get("prediction") for r in final.values())

@@ -58,3 +58,14 @@ def asqa_file() -> str:
 def ambignq_file() -> str:
     """Four hand-made questions in AmbigNQ format, one with ``nq_answer`` (``tests/fixtures/ambignq-mini.jsonl``)."""
     return str(FIXTURES / "ambignq-mini.jsonl")
+
+
+@pytest.fixture
+def index_cache(tmp_path, monkeypatch):
+    """The index commands' cache in the test's own folder, with the bag-of-words embedder instead of MiniLM (the
+    CLI tests of the index commands use it for every test: ``pytestmark = pytest.mark.usefixtures(...)``)."""
+    from retrieval_fakes import VocabEmbedder
+
+    monkeypatch.setenv("DISAMBIG_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr("disambig.cli.index_cmd.make_embedder", lambda model: VocabEmbedder())
+    return tmp_path / "cache"

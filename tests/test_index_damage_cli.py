@@ -10,24 +10,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from retrieval_fakes import FailingEmbedder, Interrupted, VocabEmbedder, write_corpus
-from typer.testing import CliRunner
+from index_cli import invoke
+from retrieval_fakes import FailingEmbedder, Interrupted, write_corpus
 
-from disambig.cli import app
 from disambig.retrieval.factory import ensure_index
 
-runner = CliRunner()
-
-
-@pytest.fixture(autouse=True)
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("DISAMBIG_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr("disambig.cli.index_cmd.make_embedder", lambda model: VocabEmbedder())
-    return tmp_path / "cache"
-
-
-def invoke(*args: str):
-    return runner.invoke(app, list(args), env={"COLUMNS": "200"})
+pytestmark = pytest.mark.usefixtures("index_cache")
 
 
 def cut(path: Path) -> None:
@@ -53,10 +41,10 @@ DAMAGES: dict[str, tuple[str, Callable[[Path], None], str]] = {  # kind, what is
 SEARCH_NEEDS_NOT = {"vectors.npy cut in half"}  # search reads no vectors file (the reranker does: test_retrieval_dense)
 
 
-def damaged(cache: Path, corpus: str, name: str) -> tuple[str, Path, str]:
+def damaged(index_cache: Path, corpus: str, name: str) -> tuple[str, Path, str]:
     kind, damage, file = DAMAGES[name]
     assert invoke("index", "build", "--corpus", corpus, "--kind", "all").exit_code == 0
-    (folder,) = (cache / "indexes").glob(f"*-{kind}-*")
+    (folder,) = (index_cache / "indexes").glob(f"*-{kind}-*")
     damage(folder)
     return kind, folder, file
 
@@ -69,15 +57,15 @@ def assert_one_error_line(result, folder: Path, file: str, rebuild: str) -> None
 
 
 @pytest.mark.parametrize("name", [n for n in DAMAGES if n not in SEARCH_NEEDS_NOT])
-def test_search_of_a_damaged_index_is_one_line_naming_the_file_and_the_rebuild_command(corpus, cache, name):
-    kind, folder, file = damaged(cache, corpus, name)
+def test_search_of_a_damaged_index_is_one_line_naming_the_file_and_the_rebuild_command(corpus, index_cache, name):
+    kind, folder, file = damaged(index_cache, corpus, name)
     result = invoke("search", "zebra", "--corpus", corpus, "--retriever", kind, "-k", "2")
     assert_one_error_line(result, folder, file, f"disambig index build --corpus {corpus} --kind {kind} --force")
 
 
 @pytest.mark.parametrize("name", DAMAGES)
-def test_index_build_of_a_damaged_index_is_one_line_not_up_to_date(corpus, cache, name):
-    kind, folder, file = damaged(cache, corpus, name)
+def test_index_build_of_a_damaged_index_is_one_line_not_up_to_date(corpus, index_cache, name):
+    kind, folder, file = damaged(index_cache, corpus, name)
     result = invoke("index", "build", "--corpus", corpus, "--kind", kind)
     assert_one_error_line(result, folder, file, f"disambig index build --corpus {corpus} --kind {kind} --force")
     forced = invoke("index", "build", "--corpus", corpus, "--kind", kind, "--force")
@@ -85,12 +73,12 @@ def test_index_build_of_a_damaged_index_is_one_line_not_up_to_date(corpus, cache
     assert invoke("search", "zebra", "--corpus", corpus, "--retriever", kind, "-k", "2").exit_code == 0
 
 
-def test_index_build_over_a_damaged_shard_is_one_line_naming_it_and_the_rebuild_command(tmp_path, cache):
+def test_index_build_over_a_damaged_shard_is_one_line_naming_it_and_the_rebuild_command(tmp_path, index_cache):
     corpus = write_corpus(tmp_path / "c.jsonl", [{"id": f"d{i}", "title": "", "text": f"zebra {i}"}
                                                  for i in range(150)])
     with pytest.raises(Interrupted):
-        ensure_index("dense", corpus, cache, FailingEmbedder(2), shard_size=50)
-    (shard,) = (cache / "indexes").glob("*.partial/shards/00001.npy")
+        ensure_index("dense", corpus, index_cache, FailingEmbedder(2), shard_size=50)
+    (shard,) = (index_cache / "indexes").glob("*.partial/shards/00001.npy")
     cut(shard)
     result = invoke("index", "build", "--corpus", corpus, "--kind", "dense", "--shard-size", "50")
     assert_one_error_line(result, shard.parent.parent, "shards/00001.npy",

@@ -5,23 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from retrieval_fakes import PASSAGES, VocabEmbedder
-from typer.testing import CliRunner
+from index_cli import invoke
+from retrieval_fakes import PASSAGES
 
-from disambig.cli import app
-
-runner = CliRunner()
-
-
-@pytest.fixture(autouse=True)
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("DISAMBIG_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr("disambig.cli.index_cmd.make_embedder", lambda model: VocabEmbedder())
-    return tmp_path / "cache"
-
-
-def invoke(*args: str):
-    return runner.invoke(app, list(args), env={"COLUMNS": "200"})
+pytestmark = pytest.mark.usefixtures("index_cache")
 
 
 def test_index_build_then_up_to_date_then_forced(corpus):
@@ -69,9 +56,9 @@ def test_bad_input_exits_2_with_a_clear_error(corpus, args, match):
     assert match in result.output
 
 
-def test_search_on_a_corrupt_index_names_the_rebuild_command(corpus, cache):
+def test_search_on_a_corrupt_index_names_the_rebuild_command(corpus, index_cache):
     assert invoke("index", "build", "--corpus", corpus, "--kind", "bm25").exit_code == 0
-    (folder,) = (cache / "indexes").iterdir()
+    (folder,) = (index_cache / "indexes").iterdir()
     (folder / "manifest.json").write_text("not json")
     result = invoke("search", "zebra", "--corpus", corpus)
     assert result.exit_code == 2
