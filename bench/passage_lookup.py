@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import tempfile
@@ -91,6 +92,10 @@ def main() -> None:
     rows = measure("wiki-slice", real)
     for n in args.sizes:
         rows += measure(f"synthetic ({length} chars)", synthetic(n, length))
+    from disambig.evaluation.code_version import code_stamp, describe
+
+    stamp = {"code": describe(code_stamp()), "load1": round(os.getloadavg()[0], 2)}
+    rows = [row | stamp for row in rows]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(rows, indent=2), encoding="utf-8")
     for r in rows:

@@ -21,7 +21,9 @@ in a worker process of its own, so its peak resident memory (``VmHWM``) is the b
 vectors from ``.npy`` shards (memory-mapped), so the peak includes the shard pages it touched. The synthetic vectors
 are drawn and written one 100k shard at a time, and the exact top-100 (recall's ground truth) is merged shard by
 shard, so neither needs all vectors in memory. The forced exact ``Flat`` row is measured up to 1M only unless
-``--flat`` (at 5M it holds 7.7 GB of float32 vectors). ``--sizes`` refuses more than 5M.
+``--flat`` (at 5M it holds 7.7 GB of float32 vectors). ``--sizes`` refuses more than 10M (15.4 GB of shards and a
+3.9 GB index: the largest that fits this machine's 24 GiB with room for the page cache). Each row records the code
+that measured it and the load average at its start and end.
 
     python bench/scale.py --generator mixture --sizes 1000000 --probes 16 32 64 128 --out bench/results/scale
     python bench/scale.py --generator mixture --sizes 5000000 --probes 32 128   # ~40 min, ~8 GB of shards in --work
@@ -43,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-MAX_VECTORS = 5_000_000
+MAX_VECTORS = 10_000_000
 FLAT_MAX = 1_000_000
 """Largest size whose forced exact ``Flat`` row is measured without ``--flat``."""
 SHARD = 100_000
@@ -175,7 +177,7 @@ def worker(paths: list[str], factory: str, out: str, queries: str, truth: str, p
     rss_open = rss_mb() - rss_before
     q, exact = np.load(queries), np.load(truth)
     rows = []
-    for nprobe in [default.nprobe, *probes] if default.nprobe else [None]:
+    for nprobe in dict.fromkeys([default.nprobe, *probes]) if default.nprobe else [None]:
         fi.configure(index, fi.SearchParams(nprobe=nprobe), K)
         times, found = [], []
         for vector in q:
@@ -203,7 +205,10 @@ def rss_mb() -> float:
 
 
 def run_one(folder: Path, paths: list[Path], factory: str, probes: list[int]) -> dict[str, Any]:
-    """``worker`` in a fresh one-thread process (its peak memory is its own)."""
+    """``worker`` in a fresh one-thread process (its peak memory is its own), stamped with the code and load."""
+    from disambig.evaluation.code_version import code_stamp, describe
+
+    load_start = round(os.getloadavg()[0], 2)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
     name = factory.replace(",", "_")
     args = [sys.executable, __file__, "--worker", factory, "--folder", str(folder), "--index", str(folder / name),
@@ -211,7 +216,8 @@ def run_one(folder: Path, paths: list[Path], factory: str, probes: list[int]) ->
     done = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
     if done.returncode:
         raise SystemExit(f"worker {factory} failed:\n{done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return {**json.loads(done.stdout.strip().splitlines()[-1]), "code": describe(code_stamp()),
+            "load1": [load_start, round(os.getloadavg()[0], 2)]}
 
 
 def measure(n: int, real: np.ndarray, work: Path, draw: Callable[[int, int], np.ndarray], factories: list[str],
@@ -302,7 +308,9 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.check:
-        rows = check(real, args.probes or [7, 16, 32, 64])
+        from disambig.evaluation.code_version import code_stamp, describe
+
+        rows = check(real, args.probes or [7, 16, 32, 64]) | {"code": describe(code_stamp())}
         (out / "generators.json").write_text(json.dumps(rows, indent=2), encoding="utf-8")
         print(json.dumps(rows, indent=2))
         return
