@@ -57,13 +57,17 @@ def current_framing() -> Framing:
     return dspy.settings.get(FRAMING_SETTING) or DEFAULT_FRAMING
 
 
-def format_passages(passages: Sequence[Any]) -> str:
+def format_passages(passages: Sequence[Any], labelled: bool = True) -> str:
     """``[1] Title | text`` lines, numbered from 1 in the given order (an empty list gives ``(none)``); the quoted
-    and screened framings put the untrusted-text note first and each line between ``<passage>`` tags."""
+    and screened framings put the untrusted-text note first and each line between ``<passage>`` tags.
+
+    ``labelled=False`` keeps the framing's screening and defusing but leaves out the note and the tags: for a step
+    that only grades the passages (DIVA's verifier), where the note moved the 0.5B model's grades on clean questions
+    (docs/RESULTS.md, "Poisoned passages") and nothing it writes is shown as an answer."""
     if not passages:
         return "(none)"
     lines = [f"[{n}] {_shown(p)}" for n, p in enumerate(passages, 1)]
-    if current_framing() == "plain":
+    if current_framing() == "plain" or not labelled:
         return "\n".join(lines)
     return "\n".join([UNTRUSTED_NOTE, *(f"<passage>{line}</passage>" for line in lines)])
 

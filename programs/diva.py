@@ -85,7 +85,7 @@ class DIVA(dspy.Module):
         with measured() as trace:
             readings, passages = diversified(self.interpret, self.reranker, question, self.k)
             trace.retrieval_calls += 1
-            context = format_passages(passages)
+            context = format_passages(passages, labelled=False)  # a grader: screened, without the untrusted note
             with using_verifier():
                 checks = ordered_map(lambda reading: self.check(context, reading), readings.questions)
             quality = grade([c.probability for c in checks], self.useful_threshold, self.partial_threshold)
