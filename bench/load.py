@@ -4,6 +4,7 @@ memory before and after, and every answer checked against its request (no lost, 
 
     python bench/load.py --lm scripted [--delay 0] [--clients 1,4,16] [--requests 64] [--out FILE]
     python bench/load.py --lm embedded --clients 1,4 --requests 8 --threads 1 --max-seconds 360
+    python bench/load.py table [--reports bench/results/load] [--results docs/reliability.md]
 
 `--lm scripted` is the LM of tests/batch_fakes.py (DISAMBIG_LM_FACTORY): its answer is made from the question, so
 each answer is checked exactly, and `--delay` makes each call wait like a remote LM; `--lm embedded` is the default
@@ -12,6 +13,10 @@ embedded model (Qwen2.5-Coder-0.5B), whose answers are checked by the question t
 http-503. The run is bounded: nothing is sent after --max-seconds, the server start has its own bound, and the
 server (with its process group) is stopped when the run ends, however it ends. Prints one JSON document (also
 written to --out).
+
+``table`` starts no server: it makes a Markdown table of each stored report (``--reports``, one JSON file a run) with
+a line on the run that made it, and writes each between the ``bench/load.py:NAME`` markers of ``--results`` (NAME:
+the file's name without ``.json``).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import argparse
 import importlib.util
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -163,6 +169,80 @@ def counts(text: str) -> list[int]:
     return values
 
 
+MISMATCHES = ("swapped", "duplicated", "wrong", "lost")
+HEAD = ["| clients | requests | answered | req/s | p50 ms | p95 ms | p99 ms | other replies | "
+        "swapped / duplicated / wrong / lost | RSS after (MB) |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: |"]
+
+
+def rate(value: float) -> str:
+    """Answers per second: one decimal, two below 1 (``0.20``, not ``0.2``)."""
+    return f"{value:.1f}" if value >= 1 else f"{value:.2f}"
+
+
+def millis(value: float | None) -> str:
+    """Milliseconds: one decimal below a second, whole and grouped from a second up (``4,811``); "–" when none."""
+    if value is None or value != value:  # NaN: no request answered
+        return "–"
+    return f"{value:.1f}" if value < 1000 else f"{value:,.0f}"
+
+
+def other_replies(round_: dict) -> str:
+    """The replies that are not answers, by kind (``12 http-503 (slowest 22.3 ms)``), or "none"."""
+    parts = []
+    for kind, n in round_["kinds"].items():
+        if kind == "ok":
+            continue
+        slowest = round_.get("slowest_503_ms") if kind == "http-503" else None
+        parts.append(f"{n} {kind}" + (f" (slowest {millis(slowest)} ms)" if slowest is not None else ""))
+    return ", ".join(parts) or "none"
+
+
+def round_row(round_: dict) -> str:
+    """One round of a stored report as a table row."""
+    cells = [str(round_["clients"]), str(round_["requests"]), str(round_["answered"]), rate(round_["throughput_rps"]),
+             *(millis(round_[k]) for k in ("p50_ms", "p95_ms", "p99_ms")), other_replies(round_),
+             " / ".join(str(round_["mismatches"][k]) for k in MISMATCHES), f"{round_['rss_mb_after']:,.1f}"]
+    return "| " + " | ".join(cells) + " |"
+
+
+def run_note(report: dict) -> str:
+    """What a stored report records about its run: command, LM, code, load average, limits, server start."""
+    code = report["code"]
+    edits = f"with uncommitted edits (diff `{code['diff']}`)" if code["dirty"] else "clean checkout"
+    threads = f"{report['threads']} thread" + ("s" if report["threads"] != 1 else "")
+    delay = f"at {report['delay']:g} s a call" if report["delay"] else "with no delay"
+    lm = f"scripted LM {delay}" if report["lm"] == "scripted" else f"{report['lm']} LM on {threads}"
+    parts = [f"Run by `{report['command']}`: {lm}; code `{code['commit']}`, {edits}",
+             "load average " + ", ".join(f"{v:.2f}" for v in report["load_average"]) + " (1, 5, 15 min) at the start",
+             f"limits {report['max_concurrent']} + {report['max_queue']}"]
+    if "start_s" in report:
+        parts.append(f"`/ping` answered {report['start_s']:g} s after the server started"
+                     + (f", RSS {report['rss_mb_start']:,.1f} MB then" if "rss_mb_start" in report else ""))
+    if "port_freed" in report:
+        parts.append("port freed afterwards" if report["port_freed"] else "port NOT freed afterwards")
+    return "; ".join(parts) + "."
+
+
+def table(report: dict) -> str:
+    """A stored report's rounds as a Markdown table, and a line on the run that made them."""
+    return "\n".join([*HEAD, *(round_row(r) for r in report["rounds"]), "", run_note(report)])
+
+
+def write_tables(reports: Path, results: Path | None, command: str) -> None:
+    """Print the table of every stored report in ``reports``; with ``results``, write each into its marked section."""
+    from route_table import write_section
+
+    paths = sorted(reports.glob("*.json"))
+    if not paths:
+        raise SystemExit(f"no stored report (*.json) in {reports}; write one with `python bench/load.py --out FILE`")
+    for path in paths:
+        text = table(json.loads(path.read_text(encoding="utf-8")))
+        print(f"{path}:\n{text}\n")
+        if results:
+            write_section(results, path.stem, text, command, "bench/load.py", source=f"`{path}` (no server started)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lm", choices=("scripted", "embedded"), default="scripted")
@@ -175,7 +255,19 @@ def main() -> None:
     parser.add_argument("--max-queue", type=int, default=16)
     parser.add_argument("--max-seconds", type=float, default=600.0, help="nothing is sent after this (from start)")
     parser.add_argument("--out", type=Path, default=None)
+    commands = parser.add_subparsers(dest="command", metavar="{table}")
+    show = commands.add_parser("table", help="the tables of the stored reports (no server started)")
+    show.add_argument("--reports", type=Path, default=Path("bench/results/load"), help="folder of stored reports")
+    show.add_argument("--results", type=Path, default=None, help="Markdown file to write the tables into")
     args = parser.parse_args()
+    if args.command == "table":
+        write_tables(args.reports, args.results, "python bench/load.py " + shlex.join(sys.argv[1:]))
+        return
+    measure(args)
+
+
+def measure(args: argparse.Namespace) -> None:
+    """Serve, send the rounds, print the report (and write it to ``args.out``)."""
     for stop in (signal.SIGTERM, signal.SIGHUP):  # end as Ctrl-C does: through the blocks that stop the server
         signal.signal(stop, lambda signum, _frame: sys.exit(128 + signum))
     from disambig.evaluation.code_version import code_stamp
