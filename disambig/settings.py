@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -11,6 +12,9 @@ ENV_PREFIX = "DISAMBIG_"
 PassageFraming = Literal["screened", "quoted", "plain"]
 PASSAGE_FRAMINGS: tuple[PassageFraming, ...] = get_args(PassageFraming)
 """How retrieved passages are shown to the LM (``disambig.programs.context``); the first is the default."""
+MAX_CTX = 1 << 20
+"""The largest context window accepted (1,048,576 tokens): beyond any trained context of a model run here, and far
+inside llama.cpp's 32-bit count."""
 
 
 def _default_cache_dir() -> str:
@@ -100,8 +104,10 @@ def load_settings(**overrides: object) -> Settings:
     if settings.lm_timeout <= 0 or settings.lm_retries < 0:
         raise ValueError(f"lm_timeout={settings.lm_timeout} must be positive and lm_retries={settings.lm_retries} at "
                          "least 0")
-    if settings.repeat_penalty <= 0:
-        raise ValueError(f"repeat_penalty={settings.repeat_penalty} must be positive; 1.0 turns it off")
+    if not 0 < settings.repeat_penalty < math.inf:  # also refuses nan
+        raise ValueError(f"repeat_penalty={settings.repeat_penalty} must be positive and finite; 1.0 turns it off")
+    if not 1 <= settings.ctx <= MAX_CTX:
+        raise ValueError(f"ctx={settings.ctx} must be within 1-{MAX_CTX:,} tokens (default 8192)")
     if settings.passage_framing not in PASSAGE_FRAMINGS:
         raise ValueError(f"passage framing {settings.passage_framing!r} (--passage-framing, "
                          f"{ENV_PREFIX}PASSAGE_FRAMING) is unknown; choose one of {', '.join(PASSAGE_FRAMINGS)}")

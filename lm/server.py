@@ -137,18 +137,26 @@ def serve_config(spec: str, *, cache_dir: str, host: str = "127.0.0.1", port: in
     model assembled from chunks is assembled (and verified) here if it is not in ``cache_dir`` yet.
 
     Raises:
-        ConfigurationError: the spec names a remote model, a setting is out of range, or the guard is malformed.
+        ConfigurationError: the spec names a remote model, a setting is out of range (also: a prompt cache larger
+            than the machine's memory), or the guard is malformed.
     """
     from disambig.lm.spec import local_file, parse_spec
+    from disambig.lm.threads import memory_mb
+    from disambig.settings import MAX_CTX
 
     LoopRule.parse(repetition_guard)
     parsed = parse_spec(spec)
     if not parsed.is_local:
         raise ConfigurationError(f"lm serve serves a local model (local, local:NAME or local:/path/model.gguf); "
                                  f"{spec!r} is a remote model, use it directly with --lm")
-    if parallel < 1 or threads < 1 or ctx < 1 or prompt_cache_mb < 0 or not 0 < port < 65536:
-        raise ConfigurationError(f"parallel={parallel}, threads={threads}, ctx={ctx} must be at least 1, "
-                                 f"prompt_cache_mb={prompt_cache_mb} at least 0 and port={port} within 1-65535")
+    if parallel < 1 or threads < 1 or not 1 <= ctx <= MAX_CTX or prompt_cache_mb < 0 or not 0 < port < 65536:
+        raise ConfigurationError(f"parallel={parallel}, threads={threads} must be at least 1, ctx={ctx} within "
+                                 f"1-{MAX_CTX:,}, prompt_cache_mb={prompt_cache_mb} at least 0 and port={port} "
+                                 "within 1-65535")
+    memory = memory_mb()
+    if memory is not None and prompt_cache_mb > memory:
+        raise ConfigurationError(f"--prompt-cache-mb {prompt_cache_mb} is more than this machine's {memory:,} MB "
+                                 "of memory; give a cache that fits beside the model (e.g. 512)")
     path, sha256 = local_file(parsed, cache_dir)
     model_id = parsed.embedded.name if parsed.embedded is not None else path.stem
     return ServeConfig(model_path=str(path), model_id=model_id, sha256=sha256, host=host, port=port,

@@ -60,3 +60,26 @@ def load_average() -> float:
         return os.getloadavg()[0]
     except (AttributeError, OSError):
         return 0.0
+
+
+def check_threads(threads: int, flag: str = "--threads") -> None:
+    """Refuse more in-process LM threads than the cores this process may use (``usable_cores``), before a model
+    loads: llama.cpp's threads wait for each other at every layer, so a thread without a core stalls the rest.
+
+    Raises:
+        ConfigurationError: one line naming the value, the cores and the fix.
+    """
+    from disambig.errors import ConfigurationError
+
+    cores = usable_cores()
+    if threads > cores:
+        raise ConfigurationError(f"{flag} {threads} is more than the {cores} core(s) this process may use; the "
+                                 f"in-process model stalls on threads without a core: give at most {cores}")
+
+
+def memory_mb() -> int | None:
+    """The machine's physical memory in MB (None where the platform does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1 << 20)
+    except (AttributeError, ValueError, OSError):
+        return None

@@ -78,6 +78,34 @@ def test_an_embedded_model_is_served_under_its_name(tmp_path):
     assert config.model_path.endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    (["serve", "--repeat-penalty", "nan"], "repeat_penalty=nan must be positive and finite; 1.0 turns it off"),
+    (["serve", "--repeat-penalty", "inf"], "repeat_penalty=inf must be positive and finite; 1.0 turns it off"),
+    (["serve", "--ctx", "99999999999"], "ctx=99999999999 must be within 1-1,048,576 tokens (default 8192)"),
+    (["serve", "--threads", "3"], "--threads 3 is more than the 2 core(s) this process may use; the in-process "
+                                  "model stalls on threads without a core: give at most 2"),
+    (["serve", "--parallel", "100000"], "--parallel 100000 is more than the 2 core(s) this process may use; the "
+                                        "in-process model stalls on threads without a core: give at most 2"),
+    (["serve", "--prompt-cache-mb", "99999999"], "--prompt-cache-mb 99999999 is more than this machine's 4,096 MB "
+                                                 "of memory; give a cache that fits beside the model (e.g. 512)"),
+    (["check", "--threads", "99999999999999999999"], "--threads 99999999999999999999 is more than the 2 core(s) "
+     "this process may use; the in-process model stalls on threads without a core: give at most 2"),
+])
+def test_numbers_out_of_range_are_refused_before_the_model_is_located(monkeypatch, tmp_path, args, message):
+    """Found by fuzzing the command lines: each of these went on to assemble and load the model."""
+    from typer.testing import CliRunner
+
+    from disambig.cli import app
+
+    monkeypatch.setenv("DISAMBIG_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr("disambig.lm.threads.usable_cores", lambda: 2)
+    monkeypatch.setattr("disambig.lm.threads.memory_mb", lambda: 4096)
+    monkeypatch.setattr("disambig.lm.spec.local_file", lambda *a: pytest.fail("the model was located"))
+    port = ["--port", str(free_port())] if args[0] == "serve" else []
+    result = CliRunner().invoke(app, ["lm", *args, *port])
+    assert (result.exit_code, result.output.strip()) == (2, f"error: {message}")
+
+
 class EchoApp:
     """An ASGI app that answers a POST with the body and headers it received; ``generate`` runs while it answers."""
 

@@ -18,8 +18,12 @@ app = typer.Typer(no_args_is_help=True, help="Inspect or serve the language mode
 def check(lm: str | None = options.LM, threads: int | None = options.THREADS) -> None:
     """Load the LM, print measured prefill/decode tokens per second and a schema-constrained call's result."""
     from disambig.lm.check import run_check
+    from disambig.lm.spec import parse_spec
+    from disambig.lm.threads import check_threads
 
     settings = load_settings(lm=lm, threads=threads)
+    if parse_spec(settings.lm).is_local:
+        check_threads(settings.threads)  # before the model is assembled or loaded
     report = run_check(settings)
     table = Table(title=f"LM check: {settings.lm}")
     table.add_column("measure")
@@ -54,11 +58,15 @@ def serve(
     response_format and logprobs) until Ctrl-C or SIGTERM. Clients: --lm openai/MODEL_ID --api-base URL."""
     from disambig.lm.server import check_port, serve_config
     from disambig.lm.server import serve as run_server
+    from disambig.lm.threads import check_threads
 
     check_port(host, port)  # before a model is assembled or loaded
-    settings = load_settings(threads=threads, repeat_penalty=repeat_penalty, repetition_guard=repetition_guard)
+    settings = load_settings(threads=threads, ctx=ctx, repeat_penalty=repeat_penalty,
+                             repetition_guard=repetition_guard)
+    check_threads(settings.threads)
+    check_threads(parallel, "--parallel")  # each server process runs at least one thread
     config = serve_config(model, cache_dir=settings.cache_dir, host=host, port=port, parallel=parallel,
-                          ctx=ctx or settings.ctx, threads=settings.threads, repeat_penalty=settings.repeat_penalty,
+                          ctx=settings.ctx, threads=settings.threads, repeat_penalty=settings.repeat_penalty,
                           repetition_guard=settings.repetition_guard, prompt_cache_mb=prompt_cache_mb)
     workers = f"{parallel} processes x {config.worker_threads} threads" if parallel > 1 else \
         f"{config.worker_threads} threads"
