@@ -148,6 +148,7 @@ def make_lm(
     from disambig.lm.cost import PricedLM, use_local_price_map
 
     use_local_price_map()  # prices come from the bundled map: building or calling the LM fetches nothing
+    check_provider(parsed.model)  # type: ignore[arg-type]
     extra = {k: v for k, v in {"api_base": api_base, "api_key": api_key}.items() if v}
     if api_base:  # an OpenAI-compatible server: JSON schemas honoured, replies capped as the embedded model's
         from disambig.lm.endpoint import EndpointLM
@@ -155,6 +156,27 @@ def make_lm(
         return EndpointLM(parsed.model, temperature=temperature, max_tokens=max_tokens or LOCAL_MAX_TOKENS,
                           cache=cache, **extra, **kwargs)
     return PricedLM(parsed.model, temperature=temperature, max_tokens=max_tokens, cache=cache, **extra, **kwargs)
+
+
+def check_provider(model: str) -> None:
+    """Refuse a LiteLLM model string whose provider LiteLLM does not know (``zzz/model``), before a call is sent:
+    LiteLLM would only say so at the first call, with a traceback. Import LiteLLM after ``use_local_price_map``.
+
+    Raises:
+        ConfigurationError: one line naming the spec and what is accepted.
+    """
+    import litellm
+
+    quiet, litellm.suppress_debug_info = litellm.suppress_debug_info, True  # no "Provider List" banner on stdout
+    try:
+        litellm.get_llm_provider(model)
+    except litellm.exceptions.BadRequestError:
+        provider = model.split("/", 1)[0]
+        raise ConfigurationError(f"LM spec {model!r}: LiteLLM knows no provider {provider!r}; use 'local', "
+                                 "'local:NAME', 'local:/path/model.gguf' or a LiteLLM string like "
+                                 "'openai/gpt-4o-mini'") from None
+    finally:
+        litellm.suppress_debug_info = quiet
 
 
 def local_file(parsed: LMSpec, cache_dir: str | Path | None) -> tuple[Path, str | None]:
