@@ -68,6 +68,7 @@ def serve(
     """
     from disambig.evaluation.tracking import tracking_uri as resolve_uri
     from disambig.lm.runtime import check_remote_lm
+    from disambig.lm.server import check_port
     from disambig.optimizers.serving_app import serve_command
     from disambig.optimizers.serving_connections import check_max_connections
     from disambig.settings import load_settings
@@ -75,7 +76,9 @@ def serve(
     check_max_connections(max_connections, max_concurrent, max_queue)
     if not model_uri.startswith(("models:/", "runs:/")):
         raise ConfigurationError(f"{model_uri!r} is not an MLflow model URI; compile with tracking on to get one")
-    check_remote_lm(load_settings())  # the served program's LM (DISAMBIG_LM) at --api-base, before the server starts
+    settings = load_settings()
+    check_port(host, port)  # the server would find a busy port or a bad host only after loading the model
+    check_remote_lm(settings)  # the served program's LM (DISAMBIG_LM) at --api-base, before the server starts
     store = resolve_uri(tracking_uri)
     with downloaded(model_uri, store) as folder:
         command, variables = serve_command(folder, host, port, timeout, max_request_bytes, max_concurrent,

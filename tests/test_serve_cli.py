@@ -1,0 +1,34 @@
+"""``disambig serve``'s command line: what it refuses before the model is fetched from the MLflow store and before the
+server starts (found by fuzzing the command lines, ``test_fuzz_cli_heavy``)."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from typer.testing import CliRunner
+
+from disambig.cli import app
+
+
+@pytest.fixture
+def no_fetch_no_server(monkeypatch):
+    monkeypatch.setattr("disambig.cli.serve_cmd.downloaded", lambda uri, store: pytest.fail("the model was fetched"))
+    monkeypatch.setattr("disambig.cli.process_group.run_as_group", lambda command, env: pytest.fail("a server ran"))
+
+
+def test_a_busy_port_is_refused_before_the_model_is_fetched(no_fetch_no_server):
+    """The server found it only after loading the model (uvicorn binds after its app factory has run)."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(app, ["serve", "models:/m/1", "--port", str(port)])
+    assert (result.exit_code, result.output.strip()) == (
+        2, f"error: port {port} on 127.0.0.1 is in use; stop what listens there or choose another with --port")
+
+
+def test_a_host_it_cannot_listen_on_is_refused_before_the_model_is_fetched(no_fetch_no_server):
+    result = CliRunner().invoke(app, ["serve", "models:/m/1", "--host", "192.0.2.1", "--port", "5001"])
+    assert (result.exit_code, result.output.strip()) == (
+        2, "error: cannot listen on 192.0.2.1:5001 (Cannot assign requested address)")
