@@ -32,3 +32,30 @@ def test_a_host_it_cannot_listen_on_is_refused_before_the_model_is_fetched(no_fe
     result = CliRunner().invoke(app, ["serve", "models:/m/1", "--host", "192.0.2.1", "--port", "5001"])
     assert (result.exit_code, result.output.strip()) == (
         2, "error: cannot listen on 192.0.2.1:5001 (Cannot assign requested address)")
+
+
+def test_a_registered_model_is_looked_up_in_the_store_given_by_tracking_uri(monkeypatch, tmp_path):
+    """``models:/NAME/1 --tracking-uri sqlite:///other.db`` was looked up in the registry of the default store (it
+    created ./mlflow.db and said the model was not found in other.db): MLflow reads a models:/ URI's registry from the
+    process's tracking URI, not from the store it is given."""
+    import mlflow
+
+    store = f"sqlite:///{tmp_path / 'other.db'}"
+    (tmp_path / "other.db").touch()
+    seen = {}
+
+    def download_artifacts(artifact_uri, dst_path, tracking_uri):
+        seen.update(registry=mlflow.get_registry_uri(), tracking=tracking_uri)
+        return dst_path
+
+    monkeypatch.chdir(tmp_path)
+    before = mlflow.get_tracking_uri()
+    monkeypatch.setattr(mlflow.artifacts, "download_artifacts", download_artifacts)
+    monkeypatch.setattr("disambig.cli.process_group.run_as_group", lambda command, env: 0)
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    result = CliRunner().invoke(app, ["serve", "models:/m/1", "--tracking-uri", store, "--port", str(port)])
+    assert result.exit_code == 0, result.output
+    assert seen == {"registry": store, "tracking": store}
+    assert mlflow.get_tracking_uri() == before  # the process's tracking URI is put back

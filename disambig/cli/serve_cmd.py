@@ -89,13 +89,17 @@ def serve(
 
 @contextmanager
 def downloaded(model_uri: str, store: str) -> Iterator[str]:
-    """The model's folder, fetched from the MLflow ``store`` into a temporary folder kept while the server runs."""
+    """The model's folder, fetched from the MLflow ``store`` (its runs and its model registry) into a temporary folder
+    kept while the server runs."""
     import mlflow
     from mlflow.exceptions import MlflowException
+    from mlflow.tracking._tracking_service.utils import _use_tracking_uri
 
     with tempfile.TemporaryDirectory(prefix="disambig-serve-") as folder:
-        try:
-            path = mlflow.artifacts.download_artifacts(artifact_uri=model_uri, dst_path=folder, tracking_uri=store)
+        try:  # MLflow looks a models:/ URI up in the registry of the process's tracking URI, whatever it is given
+            with _use_tracking_uri(store):
+                path = mlflow.artifacts.download_artifacts(artifact_uri=model_uri, dst_path=folder,
+                                                           tracking_uri=store)
         except MlflowException as exc:
             raise ConfigurationError(f"cannot fetch {model_uri!r} from the MLflow store {store}: {exc.message}") \
                 from None
