@@ -16,6 +16,24 @@ def tracking_uri(explicit: str | None = None) -> str:
     return explicit or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
 
 
+def check_store(uri: str) -> None:
+    """Refuse a ``sqlite:///`` store whose database file is not there, before MLflow reads it: reading would create an
+    empty database in its place (or retry for minutes when a folder stands there).
+
+    Raises:
+        ConfigurationError: one line naming the store, the file and the fix.
+    """
+    from disambig.errors import ConfigurationError
+
+    if not uri.startswith("sqlite:///"):
+        return
+    path = Path(uri.removeprefix("sqlite:///").split("?", 1)[0])
+    if not path.is_file():
+        what = "is a folder" if path.is_dir() else "does not exist"
+        raise ConfigurationError(f"the MLflow store {uri}: {str(path)!r} {what}; give the store `disambig compile` "
+                                 "tracked to with --tracking-uri (or MLFLOW_TRACKING_URI)")
+
+
 def mlflow_key(name: str) -> str:
     """MLflow keys allow letters, digits and ``_-. /:``; ``mrecall@5`` becomes ``mrecall_at_5``."""
     return re.sub(r"[^\w\-. /:]", "_", name.replace("@", "_at_"))

@@ -3,6 +3,7 @@ server starts (found by fuzzing the command lines, ``test_fuzz_cli_heavy``)."""
 
 from __future__ import annotations
 
+import importlib.util
 import socket
 
 import pytest
@@ -59,3 +60,27 @@ def test_a_registered_model_is_looked_up_in_the_store_given_by_tracking_uri(monk
     assert result.exit_code == 0, result.output
     assert seen == {"registry": store, "tracking": store}
     assert mlflow.get_tracking_uri() == before  # the process's tracking URI is put back
+
+
+@pytest.mark.parametrize(("store", "message"), [
+    ("", "the MLflow store sqlite:///mlflow.db: 'mlflow.db' does not exist; give the store `disambig compile` "
+         "tracked to with --tracking-uri (or MLFLOW_TRACKING_URI)"),  # the default: it made an empty mlflow.db
+    ("sqlite:///runs", "the MLflow store sqlite:///runs: 'runs' is a folder; give the store `disambig compile` "
+                       "tracked to with --tracking-uri (or MLFLOW_TRACKING_URI)"),  # MLflow retried for minutes
+    ("postgresql://x/y", "the MLflow store postgresql://x/y needs the package 'psycopg', which is not installed; "
+                         "install it or use a sqlite:/// store"),  # a traceback
+])
+def test_a_store_it_cannot_read_is_one_line_and_no_store_is_created(monkeypatch, tmp_path, store, message):
+    if store.startswith("postgresql") and importlib.util.find_spec("psycopg"):
+        pytest.skip("psycopg is installed")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.setattr("disambig.cli.process_group.run_as_group", lambda command, env: pytest.fail("a server ran"))
+    (tmp_path / "runs").mkdir()
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    result = CliRunner().invoke(app, ["serve", "models:/m/1", "--port", str(port),
+                                      *(["--tracking-uri", store] if store else [])])
+    assert (result.exit_code, result.output.strip()) == (2, f"error: {message}")
+    assert [p.name for p in tmp_path.iterdir()] == ["runs"]

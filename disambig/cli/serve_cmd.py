@@ -90,11 +90,14 @@ def serve(
 @contextmanager
 def downloaded(model_uri: str, store: str) -> Iterator[str]:
     """The model's folder, fetched from the MLflow ``store`` (its runs and its model registry) into a temporary folder
-    kept while the server runs."""
+    kept while the server runs. A sqlite store must exist: it is read, never created."""
     import mlflow
     from mlflow.exceptions import MlflowException
     from mlflow.tracking._tracking_service.utils import _use_tracking_uri
 
+    from disambig.evaluation.tracking import check_store
+
+    check_store(store)
     with tempfile.TemporaryDirectory(prefix="disambig-serve-") as folder:
         try:  # MLflow looks a models:/ URI up in the registry of the process's tracking URI, whatever it is given
             with _use_tracking_uri(store):
@@ -103,4 +106,7 @@ def downloaded(model_uri: str, store: str) -> Iterator[str]:
         except MlflowException as exc:
             raise ConfigurationError(f"cannot fetch {model_uri!r} from the MLflow store {store}: {exc.message}") \
                 from None
+        except ModuleNotFoundError as exc:  # a postgresql:// or mysql:// store without its driver
+            raise ConfigurationError(f"the MLflow store {store} needs the package {exc.name!r}, which is not "
+                                     "installed; install it or use a sqlite:/// store") from None
         yield path
