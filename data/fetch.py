@@ -310,10 +310,34 @@ def _checked_sqlite(path: Path, db_id: str) -> Path:
 def check_names(names: Sequence[str] | None) -> list[str]:
     """The datasets to fetch, in ``NAMES`` order; ``None`` or empty means all. Commas separate names too."""
     wanted = [part.strip() for name in names or () for part in name.split(",") if part.strip()]
+    if names and not wanted:
+        raise ConfigurationError(f"--only {', '.join(map(repr, names))} names no dataset; choose from "
+                                 f"{', '.join(NAMES)} (or leave --only out to fetch them all)")
     unknown = [name for name in wanted if name not in PATHS]
     if unknown:
         raise ConfigurationError(f"unknown dataset(s) {', '.join(map(repr, unknown))}; choose from {', '.join(NAMES)}")
     return [name for name in NAMES if not wanted or name in wanted]
+
+
+def check_spider_source(repo: str, folder: Path | None) -> None:
+    """Refuse, before Spider's questions are downloaded, a database folder that holds no ``.sqlite`` file or a hub
+    repo id the hub cannot have (the databases are fetched after the questions)."""
+    if folder is not None:
+        folder = Path(folder)
+        if not folder.is_dir():
+            raise ConfigurationError(f"--spider-db-dir {str(folder)!r} is not a folder; give the database folder of "
+                                     "the Spider release")
+        if not any(folder.glob("*.sqlite")) and not any(folder.glob("*/*.sqlite")):
+            raise ConfigurationError(f"--spider-db-dir {str(folder)!r} holds no DB_ID.sqlite or DB_ID/DB_ID.sqlite "
+                                     "file; give the database folder of the Spider release")
+        return
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(repo)
+    except HFValidationError as exc:
+        raise ConfigurationError(f"--spider-db-repo {repo!r} is not a hub repo id ({exc}); give OWNER/NAME, e.g. "
+                                 f"{SPIDER_DB_REPO}") from None
 
 
 def is_complete(name: str, out: Path) -> bool:
@@ -342,9 +366,8 @@ def fetch(out: Path, names: Sequence[str] | None = None, *, force: bool = False,
         report: called with ``(dataset, message)`` as the fetch goes on.
     """
     chosen = check_names(names)
-    if spider_db_dir is not None and "spider" in chosen and not Path(spider_db_dir).is_dir():
-        raise ConfigurationError(f"--spider-db-dir {str(spider_db_dir)!r} is not a folder; give the database "
-                                 "folder of the Spider release")
+    if "spider" in chosen:
+        check_spider_source(spider_db_repo, spider_db_dir)
     report = report or (lambda name, message: None)
     fetchers: dict[str, Callable[[Path, Report], FetchResult]] = {
         "asqa": fetch_asqa, "ambignq": fetch_ambignq, "wiki-slice": fetch_wiki_slice,

@@ -276,3 +276,26 @@ def test_sample_corpus_keeps_judged_documents_and_is_order_free():
     assert len(ids) == 6 and {"d3", "d17"} <= set(ids) and ids == sorted(ids)
     assert sample_corpus(list(reversed(docs)), judged={"d3", "d17", "absent"}, size=6) == sample
     assert len(sample_corpus(docs, judged=set(), size=50)) == 20
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--only", ""], "--only '' names no dataset; choose from asqa, ambignq, wiki-slice, dbpedia-entity-5k, spider "
+                     "(or leave --only out to fetch them all)"),  # it fetched every dataset
+    (["--only", " , "], "--only ' , ' names no dataset; choose from asqa, ambignq, wiki-slice, dbpedia-entity-5k, "
+                        "spider (or leave --only out to fetch them all)"),
+    (["--only", "asqa", "--out", "afile/data"], "--out 'afile/data': 'afile' is a file, not a folder; write "
+                                                "elsewhere"),  # it failed after the download
+    (["--only", "spider", "--spider-db-dir", "empty"], "--spider-db-dir 'empty' holds no DB_ID.sqlite or "
+     "DB_ID/DB_ID.sqlite file; give the database folder of the Spider release"),  # after the questions' download
+    (["--only", "spider", "--spider-db-repo", "a/b/c"], "--spider-db-repo 'a/b/c' is not a hub repo id (Repo id must "
+     "be in the form 'repo_name' or 'namespace/repo_name': 'a/b/c'. Use `repo_type` argument if needed.); give "
+     "OWNER/NAME, e.g. lklimkiewicz/Spider-Raw"),
+])
+def test_a_bad_argument_is_refused_before_anything_is_downloaded(hub, tmp_path, monkeypatch, args, message):
+    """Found by fuzzing the command line: each of these downloaded first."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "empty").mkdir()
+    result = runner.invoke(app, ["data", "fetch", *(["--out", "out"] if "--out" not in args else []), *args])
+    assert (result.exit_code, " ".join(result.output.split())) == (2, f"error: {message}")
+    assert hub == [] and sorted(p.name for p in tmp_path.iterdir()) == ["afile", "empty"]

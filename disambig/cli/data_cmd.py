@@ -47,10 +47,12 @@ def fetch(
     all there is skipped unless --force. The fetched files are the full public dev splits, so they are not the
     same as the shared copies (see "Getting the data" in data/README.md).
     """
+    from disambig.cli.paths import check_output_folder
     from disambig.data.fetch import fetch as run_fetch
     from disambig.data.root import cache_root
 
     target = (out or cache_root()).expanduser()
+    check_output_folder(target, "--out")  # before anything is downloaded
     console = Console()
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console) as progress:
         tasks: dict[str, int] = {}

@@ -23,3 +23,16 @@ def check_output_file(path: Path, flag: str, inputs: Mapping[str, Path] | None =
     for what, given in (inputs or {}).items():
         if given.is_file() and path.resolve() == given.resolve():
             raise ValueError(f"{flag} {str(path)!r} is the {what} file being read; write to another file")
+
+
+def check_output_folder(path: Path, flag: str) -> None:
+    """Refuse a folder to write (given as ``flag``) when it, or one of the folders above it, is a file.
+
+    Raises:
+        ValueError: one line naming the path, the file in the way and the fix.
+    """
+    blocked = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
+    if blocked == path:
+        raise ValueError(f"{flag} {str(path)!r} is a file, not a folder; give a folder to write")
+    if blocked is not None:
+        raise ValueError(f"{flag} {str(path)!r}: {str(blocked)!r} is a file, not a folder; write elsewhere")
