@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from disambig.data.benchmark_folder import check_replaceable
 from disambig.data.corpus import FOLDER_MANIFEST, load_corpus
 from disambig.data.jsonl import MalformedRowError, read_jsonl, require
 from disambig.data.loaders import question_file, row_format
@@ -163,7 +164,7 @@ def build_asqa_retrieval(dataset: str, corpus: str, out: Path, splits: Iterable[
     names, out = parse_splits(splits), out.expanduser()
     if limit < 1:
         raise ValueError(f"limit={limit} must be at least 1 (questions per split)")
-    check_replaceable(out)
+    check_replaceable(out, FORMAT, "disambig data asqa-retrieval")
     path, rows = read_asqa_rows(dataset)
     passages = load_corpus(corpus)
     index = passage_ids_by_text(passages)
@@ -206,24 +207,6 @@ def repeated_ids(judged: dict[str, JudgedSplit]) -> str | None:
 def corpus_reference(corpus: str) -> str:
     """How the manifest names the corpus: a named corpus by name, a file by its absolute path."""
     return corpus if corpus in CORPORA else str(Path(corpus).expanduser().resolve())
-
-
-def check_replaceable(out: Path) -> None:
-    """``out`` may be written: new, an empty folder, or a folder this builder wrote."""
-    if out.exists() and not out.is_dir():
-        raise ConfigurationError(f"--out {str(out)!r} is a file; pass a folder path")
-    if out.is_dir() and any(out.iterdir()) and written_here(out) is None:
-        raise ConfigurationError(f"--out {str(out)!r} holds files not written by `disambig data asqa-retrieval`; "
-                                 "pass a new or empty folder")
-
-
-def written_here(folder: Path) -> dict[str, Any] | None:
-    """The manifest of a folder this builder wrote, else None."""
-    try:
-        manifest = json.loads((folder / FOLDER_MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return None
-    return manifest if isinstance(manifest, dict) and manifest.get("format") == FORMAT else None
 
 
 def write_folder(out: Path, judged: dict[str, JudgedSplit], manifest: dict[str, Any]) -> None:

@@ -31,6 +31,7 @@ from typing import Any
 
 from disambig.data import spiderqa_sql as sq
 from disambig.data.atomic import write_json, write_text
+from disambig.data.benchmark_folder import check_replaceable
 from disambig.errors import ConfigurationError
 
 FORMAT_VERSION = 1
@@ -323,7 +324,7 @@ def build_spiderqa(
     Args:
         questions: Spider-format JSON (a list of ``{db_id, question, query}``) or JSONL.
         databases: folder with ``<db_id>.sqlite`` (or ``<db_id>/<db_id>.sqlite``) files.
-        out: folder to write (created; existing benchmark files are replaced).
+        out: folder to write (created): new, empty, or a SpiderQA folder, whose files are replaced.
         write_template: ``f(TableSchema) -> template`` (an LLM); None uses the deterministic templates.
         rows_per_chunk: rows packed into one chunk (consecutive rows of one table).
         ext: also write the AGGBench-style extension (``questions-ext.jsonl``).
@@ -335,6 +336,7 @@ def build_spiderqa(
         raise ValueError(f"rows_per_chunk={rows_per_chunk} must be at least 1")
     if max_chunks is not None and max_chunks < 1:
         raise ValueError(f"max_chunks={max_chunks} must be at least 1")
+    check_replaceable(out, "aggregation", "disambig data spiderqa")
     source = read_questions(questions)
     report = BuildReport(out=str(out), source_questions=len(source),
                          options={"rows_per_chunk": rows_per_chunk, "ext": ext, "templates": "llm" if write_template

@@ -199,6 +199,14 @@ def test_bad_input_exits_2_and_writes_nothing(asqa, corpus, tmp_path, change, ma
     assert not out.exists() and not list(tmp_path.glob(".never*"))
 
 
+def test_an_out_through_a_file_is_refused_before_anything_is_read(asqa, corpus, tmp_path):
+    """Found by fuzzing the command line: a traceback (FileExistsError) once the folder was built."""
+    out = tmp_path / "asqa.jsonl" / "bench"
+    result = invoke("data", "asqa-retrieval", "--out", str(out), "--dataset", str(asqa), "--corpus", corpus)
+    assert result.exit_code == 2
+    assert " ".join(result.output.split()) == f"error: --out '{out}': '{asqa}' is a file, not a folder; write elsewhere"
+
+
 def test_a_folder_with_other_files_is_not_overwritten(asqa, corpus, tmp_path):
     out = tmp_path / "mine"
     out.mkdir()

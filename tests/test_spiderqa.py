@@ -287,3 +287,24 @@ def test_cli_builds_the_folder(spider, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "4 questions over 1 databases" in " ".join(result.output.split())
     assert (out / "questions.jsonl").is_file() and not (out / "questions-ext.jsonl").exists()
+
+
+@pytest.mark.parametrize(("out", "message"), [
+    (".", "--out '.' holds files not written by `disambig data spiderqa`; pass a new or empty folder"),  # it wrote
+    ("dev.json/sqa", "--out 'dev.json/sqa': 'dev.json' is a file, not a folder; write elsewhere"),  # a traceback
+])
+def test_cli_refuses_an_out_it_would_clobber_or_cannot_write_before_building(spider, tmp_path, monkeypatch, out,
+                                                                            message) -> None:
+    """Found by fuzzing the command line: ``--out .`` overwrote the working folder's README.md and questions.jsonl,
+    and an --out through a file failed with a traceback once the benchmark was built."""
+    from typer.testing import CliRunner
+
+    from disambig.cli.app import app
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "README.md").write_text("mine")
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    result = CliRunner().invoke(app, ["data", "spiderqa", "--questions", "dev.json", "--databases", "database",
+                                      "--out", out])
+    assert (result.exit_code, " ".join(result.output.split())) == (2, f"error: {message}")
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before and (tmp_path / "README.md").read_text() == "mine"
