@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import sqlite3
 from collections import Counter
@@ -336,8 +337,12 @@ def build_spiderqa(
         raise ValueError(f"rows_per_chunk={rows_per_chunk} must be at least 1")
     if max_chunks is not None and max_chunks < 1:
         raise ValueError(f"max_chunks={max_chunks} must be at least 1")
+    if max_rows_per_question is not None and not 0 < max_rows_per_question < math.inf:
+        raise ValueError(f"max_rows_per_question={max_rows_per_question} must be a positive number (rows per kept "
+                         "question)")
     check_replaceable(out, "aggregation", "disambig data spiderqa")
     source = read_questions(questions)
+    check_databases(databases, sorted({row["db_id"] for row in source}))
     report = BuildReport(out=str(out), source_questions=len(source),
                          options={"rows_per_chunk": rows_per_chunk, "ext": ext, "templates": "llm" if write_template
                                   else "deterministic", "max_rows_per_question": max_rows_per_question,
@@ -436,17 +441,37 @@ def read_questions(path: Path) -> list[dict[str, Any]]:
     """Spider-format rows from a JSON list or JSONL file; every row needs ``db_id``, ``question``, ``query``."""
     if not path.is_file():
         raise ConfigurationError(f"question file {str(path)!r} does not exist")
-    text = path.read_text(encoding="utf-8")
-    if text.lstrip().startswith("["):
-        rows = json.loads(text)
-    else:
-        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+    try:
+        text = path.read_text(encoding="utf-8")
+        listed = text.lstrip().startswith("[")
+        rows = json.loads(text) if listed else [json.loads(line) for line in text.splitlines() if line.strip()]
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        reason = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else f"not JSON ({exc.msg})"
+        raise ConfigurationError(f"question file {str(path)!r} is {reason}; give Spider's dev.json (a JSON list of "
+                                 "{db_id, question, query}) or one such object a line") from None
+    if not rows:
+        raise ConfigurationError(f"question file {str(path)!r} holds no question")
     for number, row in enumerate(rows, 1):
+        if not isinstance(row, dict):
+            raise ConfigurationError(f"{path}: question {number} is a JSON {type(row).__name__}, not an object of "
+                                     "db_id, question and query")
         missing = [k for k in ("db_id", "question", "query") if k not in row]
         if missing:
             raise ConfigurationError(f"{path}: question {number} lacks {', '.join(missing)}; Spider rows need "
                                      "db_id, question and query")
+        wrong = [k for k in ("db_id", "question", "query") if not isinstance(row[k], str)]
+        if wrong:
+            raise ConfigurationError(f"{path}: question {number}'s {', '.join(wrong)} must be text")
     return rows
+
+
+def check_databases(folder: Path, db_ids: list[str]) -> None:
+    """Refuse a database folder holding none of the databases the questions name (the build would drop every
+    question and write an empty benchmark)."""
+    if not any(database_file(folder, db_id) for db_id in db_ids):
+        raise ConfigurationError(f"--databases {str(folder)!r} holds none of the {len(db_ids)} database(s) the "
+                                 f"questions name (looked for {db_ids[0]}.sqlite and {db_ids[0]}/{db_ids[0]}.sqlite); "
+                                 "give the database folder of the Spider release")
 
 
 def database_file(folder: Path, db_id: str) -> Path | None:

@@ -308,3 +308,41 @@ def test_cli_refuses_an_out_it_would_clobber_or_cannot_write_before_building(spi
                                       "--out", out])
     assert (result.exit_code, " ".join(result.output.split())) == (2, f"error: {message}")
     assert sorted(p.name for p in tmp_path.rglob("*")) == before and (tmp_path / "README.md").read_text() == "mine"
+
+
+@pytest.mark.parametrize(("args", "files", "message"), [
+    (["--max-rows-per-question", "nan"], {}, "max_rows_per_question=nan must be a positive number (rows per kept "
+                                             "question)"),  # no cap, in silence
+    (["--max-rows-per-question", "-1"], {}, "max_rows_per_question=-1.0 must be a positive number (rows per kept "
+                                            "question)"),  # every database dropped
+    (["--max-rows-per-question", "0"], {}, "max_rows_per_question=0.0 must be a positive number (rows per kept "
+                                           "question)"),  # no cap
+    (["--databases", "."], {}, "--databases '.' holds none of the 2 database(s) the questions name (looked for "
+                               "air.sqlite and air/air.sqlite); give the database folder of the Spider release"),
+    (["--questions", "q.json"], {"q.json": b"{not json"}, "question file 'q.json' is not JSON (Expecting property "
+     "name enclosed in double quotes); give Spider's dev.json (a JSON list of {db_id, question, query}) or one such "
+     "object a line"),  # the parser's bare message
+    (["--questions", "q.json"], {"q.json": b"\xff\xfe"}, "question file 'q.json' is not UTF-8 text; give Spider's "
+     "dev.json (a JSON list of {db_id, question, query}) or one such object a line"),  # a traceback
+    (["--questions", "q.json"], {"q.json": b"[1]"}, "q.json: question 1 is a JSON int, not an object of db_id, "
+                                                    "question and query"),  # a traceback
+    (["--questions", "q.json"], {"q.json": b'[{"db_id": [], "question": "?", "query": "?"}]'},
+     "q.json: question 1's db_id must be text"),  # a traceback
+    (["--questions", "q.json"], {"q.json": b"[]"}, "question file 'q.json' holds no question"),  # an empty benchmark
+])
+def test_cli_refuses_bad_inputs_in_one_line_and_writes_nothing(spider, tmp_path, monkeypatch, args, files,
+                                                               message) -> None:
+    """Found by fuzzing the command line; a --databases without any of the questions' databases built an empty
+    benchmark (exit 0)."""
+    from typer.testing import CliRunner
+
+    from disambig.cli.app import app
+
+    monkeypatch.chdir(tmp_path)
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    given = dict(zip(args[::2], args[1::2], strict=True))
+    given = {"--questions": "dev.json", "--databases": "database", **given, "--out": "sqa"}
+    result = CliRunner().invoke(app, ["data", "spiderqa", *[part for pair in given.items() for part in pair]])
+    assert (result.exit_code, " ".join(result.output.split())) == (2, f"error: {message}")
+    assert not (tmp_path / "sqa").exists()
