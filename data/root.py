@@ -75,10 +75,12 @@ def resolve(name_or_path: str, names: dict[str, str], what: str, or_else: str) -
 
     Raises:
         DataNotFoundError: a known name that no root holds.
-        ConfigurationError: neither a known name nor an existing path.
+        ConfigurationError: an empty name, or neither a known name nor an existing path.
     """
     if name_or_path in names:
         return find_named(name_or_path)
+    if not name_or_path.strip():  # Path("") is the working folder
+        raise ConfigurationError(f"the {what} is an empty name; use {', '.join(names)}, {or_else}")
     path = Path(name_or_path).expanduser()
     if not path.exists():
         raise ConfigurationError(f"unknown {what} {name_or_path!r}; use {', '.join(names)}, {or_else}")

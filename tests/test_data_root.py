@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from disambig.data import load_corpus, load_dataset
 from disambig.data import root as data_root
 from disambig.data.root import ENV_VAR, DataNotFoundError, find_named
+from disambig.errors import ConfigurationError
 
 ROW = {"id": "x1", "question": "Where is it?",
        "qa_pairs": [{"question": "Where is the tower?", "short_answers": ["Paris"]}]}
@@ -61,6 +62,18 @@ def test_missing_data_is_one_line_naming_the_places_and_both_remedies(nowhere):
 def test_explicit_paths_bypass_the_root(nowhere):
     path = write_root(nowhere / "mine") / "asqa" / "dev.jsonl"
     assert [ex.id for ex in load_dataset(str(path))] == ["x1"]
+
+
+@pytest.mark.parametrize(("load", "message"), [
+    (load_dataset, "the dataset is an empty name; use asqa, ambignq, a JSONL file, a BEIR folder or hf:NAME"),
+    (load_corpus, "the corpus is an empty name; use wiki-slice, dbpedia-entity-5k, a JSONL file or a BEIR folder"),
+])
+def test_an_empty_name_is_refused_not_read_as_the_working_folder(nowhere, monkeypatch, load, message):
+    """Found by fuzzing ``data asqa-retrieval``: ``--corpus ''`` read the corpus.jsonl of the working folder."""
+    monkeypatch.chdir(write_root(nowhere / "here") / "corpus")
+    (nowhere / "here" / "corpus" / "corpus.jsonl").write_text(json.dumps({"id": "p", "text": "Paris."}) + "\n")
+    with pytest.raises(ConfigurationError, match=f"^{message}$"):
+        load("")
 
 
 def test_cli_data_dir_flag_reaches_the_loaders(nowhere, monkeypatch):
