@@ -5,6 +5,7 @@ fit the detector and the policy, measure on held-out questions, save JSON state 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -14,7 +15,7 @@ from typing import Any
 from disambig.errors import ConfigurationError
 from disambig.optimizers.compile import CompileResult, package_versions
 from disambig.optimizers.route_data import matrix, observe_all, read_outcomes, reusable, run_folder
-from disambig.optimizers.route_labels import Outcome, label_questions
+from disambig.optimizers.route_labels import CORPUS_METRICS, Outcome, label_questions
 from disambig.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -49,29 +50,20 @@ def run_route_compile(settings: Settings, job: RouteJob, out: Path, progress: Pr
     from disambig.data.loaders import dataset_format, default_corpus
     from disambig.lm.runtime import build_lm, configure_dspy
     from disambig.programs.context import passage_framing
-    from disambig.programs.registry import PROGRAMS, with_format_option
+    from disambig.programs.registry import with_format_option
     from disambig.programs.route import Route
-    from disambig.programs.route.program import check_candidates
     from disambig.retrieval import build_retriever
 
-    check_candidates(list(job.candidates), list(PROGRAMS))
-    if job.cascade is not None and (len(job.cascade) != 2 or tuple(job.candidates) != tuple(job.cascade)):
-        raise ConfigurationError(f"a cascade names two candidates, the first and the escalation (--cascade "
-                                 f"vanilla-rag,adf); got cascade {list(job.cascade)} with candidates "
-                                 f"{list(job.candidates)}")
-    if job.cascade is not None and job.allow:
-        raise ConfigurationError(f"a cascade always answers; it cannot also allow {', '.join(job.allow)} (drop "
-                                 "--allow or --cascade)")
-    if "clarify" in job.allow:
-        raise ConfigurationError("compile route cannot label clarify yet (its worth needs a simulated user's "
-                                 "choice); allow abstain only, or use clarify with an uncompiled route")
+    check_job(job)  # then the data (read, not answered), then the LM and the retriever: no work for a bad job
     corpus = default_corpus(job.dataset)
+    train = load_dataset(job.dataset, split="train", limit=job.n_train)
+    heldout = load_dataset(job.dataset, split="dev", limit=job.n_val)
+    ambiguity = None if job.cascade else load_dataset(DETECTOR_DATASET, split="train", limit=job.detector_train)
+    lm = build_lm(settings)
     retriever = build_retriever("hybrid", corpus=corpus, settings=settings)
     fmt = dataset_format(job.dataset)
     options = {c: with_format_option(c, fmt, job.candidate_options.get(c, {})) for c in job.candidates}
-    train = load_dataset(job.dataset, split="train", limit=job.n_train)
-    heldout = load_dataset(job.dataset, split="dev", limit=job.n_val)
-    configure_dspy(build_lm(settings))
+    configure_dspy(lm)
     with passage_framing(settings.passage_framing):  # after configure_dspy: a dspy.context holds the LM of its start
         outcomes = {split: {c: candidate_outcomes(settings, job, c, options[c], split, examples, retriever, corpus)
                             for c in job.candidates} for split, examples in (("train", train), ("dev", heldout))}
@@ -84,7 +76,7 @@ def run_route_compile(settings: Settings, job: RouteJob, out: Path, progress: Pr
     else:
         from disambig.optimizers.route_eval import compose_heldout
 
-        detector = train_detector(retriever, job.detector_train, progress)
+        detector = train_detector(retriever, ambiguity, progress)
         route.policy_, labels, fit_note = train_policy(job, retriever, detector, train, outcomes["train"], progress)
         held = compose_heldout(route, heldout, outcomes["dev"], job.metric, progress)
     from disambig.optimizers.session import ids_hash
@@ -103,6 +95,53 @@ def run_route_compile(settings: Settings, job: RouteJob, out: Path, progress: Pr
 
         tracked = log_compile_run(result, register=register)
     return result, tracked
+
+
+def check_job(job: RouteJob) -> None:
+    """Refuse what ``job`` can be refused for before the LM, the retriever or a candidate's answer: the candidates,
+    the cascade, the allowed actions, the candidates' options, the metric, the cost weight and the artifact name.
+
+    Raises:
+        ConfigurationError: one line naming the value and the fix.
+    """
+    from disambig.programs.registry import PROGRAMS, check_options
+    from disambig.programs.route.program import OPTIONAL_ACTIONS, check_candidates
+
+    check_candidates(list(job.candidates), list(PROGRAMS))
+    if job.cascade is not None and (len(job.cascade) != 2 or tuple(job.candidates) != tuple(job.cascade)):
+        raise ConfigurationError(f"a cascade names two candidates, the first and the escalation (--cascade "
+                                 f"vanilla-rag,adf); got cascade {list(job.cascade)} with candidates "
+                                 f"{list(job.candidates)}")
+    if job.cascade is not None and job.allow:
+        raise ConfigurationError(f"a cascade always answers; it cannot also allow {', '.join(job.allow)} (drop "
+                                 "--allow or --cascade)")
+    bad = [a for a in job.allow if a not in OPTIONAL_ACTIONS]
+    if bad:
+        raise ConfigurationError(f"route cannot allow {bad[0]!r}; optional actions: {', '.join(OPTIONAL_ACTIONS)}")
+    if "clarify" in job.allow:
+        raise ConfigurationError("compile route cannot label clarify yet (its worth needs a simulated user's "
+                                 "choice); allow abstain only, or use clarify with an uncompiled route")
+    stray = sorted(set(job.candidate_options) - set(job.candidates))
+    if stray:
+        raise ConfigurationError(f"--option {stray[0]}.KEY=VALUE: {stray[0]!r} is not a candidate "
+                                 f"({', '.join(job.candidates)})")
+    for program, options in job.candidate_options.items():
+        check_options(program, options)
+    check_metric(job.metric)
+    if not 0 <= job.cost_weight < math.inf:
+        raise ConfigurationError(f"cost weight {job.cost_weight} must be a finite number of at least 0 (metric "
+                                 "points one LM call is worth)")
+    if not job.name.strip() or Path(job.name).name != job.name or job.name in (".", ".."):
+        raise ConfigurationError(f"--name {job.name!r} must be a file name without folders, e.g. policy")
+
+
+def check_metric(metric: str) -> None:
+    """Refuse a name that is no metric; one the candidates' stored runs lack is found once they are read."""
+    from disambig.metrics import get_metric
+    from disambig.metrics.dspy_metrics import is_judge_metric, is_reader_metric
+
+    if metric not in CORPUS_METRICS and not is_judge_metric(metric) and not is_reader_metric(metric):
+        get_metric(metric)
 
 
 def candidate_outcomes(settings: Settings, job: RouteJob, program: str, options: dict[str, Any], split: str,
@@ -138,15 +177,13 @@ def answer_missing(settings: Settings, job: RouteJob, program: str, options: dic
              allow_mixed_code=reusable(folder))
 
 
-def train_detector(retriever: Any, limit: int | None, progress: Progress | None) -> Any:
-    """The ambiguity detector, fitted on AmbigNQ's train split: on the retrieval features, or on those and the
-    question embedding when that cross-validates better on the train split."""
-    from disambig.data import load_dataset
+def train_detector(retriever: Any, examples: list[Any], progress: Progress | None) -> Any:
+    """The ambiguity detector, fitted on ``examples`` (AmbigNQ's train split): on the retrieval features, or on those
+    and the question embedding when that cross-validates better on the train split."""
     from disambig.optimizers.route_fit import fit_detector
     from disambig.programs.adf_gate import is_ambiguous
     from disambig.programs.route.features import FEATURES, embedding_names
 
-    examples = load_dataset(DETECTOR_DATASET, split="train", limit=limit)
     obs = observe_all([ex.question for ex in examples], retriever, _step(progress, "detector features"))
     labels = [is_ambiguous(ex) for ex in examples]
     choices = {"retrieval features": list(FEATURES),

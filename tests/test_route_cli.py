@@ -131,3 +131,37 @@ def test_route_predict_reads_a_plain_question_table_without_gold(scripted, asqa_
     result = runner.invoke(app, ["route", "predict", "--artifact", str(state), "--questions", str(tmp_path / "no.csv"),
                                  "--out", str(tmp_path / "x.jsonl")])
     assert result.exit_code != 0 and not (tmp_path / "x.jsonl").exists()
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--metric", "bogus"], "unknown metric 'bogus'; choose one of:"),
+    (["--allow", "always"], "route cannot allow 'always'; optional actions: clarify, abstain"),
+    (["--option", "closed-book.bogus=1"], "program 'closed-book' takes no option 'bogus'; its options:"),
+    (["--option", "adf.style=asqa"], "--option adf.KEY=VALUE: 'adf' is not a candidate (closed-book, vanilla-rag)"),
+    (["--cost-weight", "inf"], "cost weight inf must be a finite number of at least 0 (metric points one LM call "
+                               "is worth)"),
+    (["--name", "../../policy"], "--name '../../policy' must be a file name without folders, e.g. policy"),
+    (["--out", "q.jsonl"], "--out 'q.jsonl' is a file, not a folder; give a folder to write"),
+    (["--runs", "q.jsonl/runs"], "--runs 'q.jsonl/runs': 'q.jsonl' is a file, not a folder; write elsewhere"),
+    (["--dataset", "missing.jsonl"], "unknown dataset 'missing.jsonl'; use asqa, ambignq,"),
+    (["--lm", "zzz"], "unknown LM spec 'zzz'; use 'local',"),
+    (["--lm", "zzz/yy"], "LM spec 'zzz/yy': LiteLLM knows no provider 'zzz';"),
+])
+def test_compile_route_refuses_a_bad_job_before_the_lm_or_the_retriever(tmp_path, monkeypatch, asqa_file, extra,
+                                                                       message):
+    """Found by fuzzing the command line: each of these built the hybrid retriever over wiki-slice and the LM first
+    (an unknown metric, a bad --out, --runs or --name and an unknown option after every candidate had answered)."""
+    import dspy
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "q.jsonl").write_text(open(asqa_file, encoding="utf-8").read(), encoding="utf-8")
+    monkeypatch.setattr("disambig.retrieval.build_retriever", lambda *a, **kw: pytest.fail("a retriever was built"))
+    monkeypatch.setattr("disambig.lm.spec.local_file", lambda *a: pytest.fail("the embedded model was located"))
+    monkeypatch.setattr(dspy.LM, "forward", lambda *a, **kw: pytest.fail("an LM was called"))
+    given = dict(zip(extra[::2], extra[1::2], strict=True))
+    args = {"--dataset": "q.jsonl", "--candidates": "closed-book,vanilla-rag", "--out": "art", **given}
+    result = runner.invoke(app, ["compile", "route", "--no-track", *[p for pair in args.items() for p in pair]])
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert result.exit_code == 2 and len(errors) == 1, result.output
+    assert " ".join(result.output.split()).startswith(f"error: {message}"), result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["q.jsonl"]

@@ -24,8 +24,11 @@ def compile_route(dataset: str, metric: str, candidates: str, train: int, val: i
     """Run ``compile route`` (called by ``disambig compile`` for PROGRAM ``route``)."""
     from rich.progress import Progress
 
+    from disambig.cli.paths import check_output_folder
     from disambig.optimizers.route_compile import RouteJob, run_route_compile
 
+    check_output_folder(out, "--out")  # before any candidate answers: the artifact is saved last
+    check_output_folder(runs, "--runs")
     pair = cascade_pair(cascade, candidates)
     job = RouteJob(dataset=dataset, candidates=pair or tuple(split_list(candidates, "--candidates")), metric=metric,
                    n_train=train, n_val=val, cost_weight=cost_weight, allow=tuple(split_list(allow, "--allow", True)),
