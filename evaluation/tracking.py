@@ -16,15 +16,30 @@ def tracking_uri(explicit: str | None = None) -> str:
     return explicit or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
 
 
-def check_store(uri: str) -> None:
+def check_store(uri: str, timeout: float = 5.0) -> None:
     """Refuse a ``sqlite:///`` store whose database file is not there, before MLflow reads it: reading would create an
-    empty database in its place (or retry for minutes when a folder stands there).
+    empty database in its place (or retry for minutes when a folder stands there). An ``http(s)://`` store must
+    answer one request within ``timeout`` seconds: MLflow's client retries one that does not for minutes.
 
     Raises:
-        ConfigurationError: one line naming the store, the file and the fix.
+        ConfigurationError: one line naming the store, the file or the reason, and the fix.
     """
     from disambig.errors import ConfigurationError
 
+    if uri.startswith(("http://", "https://")):
+        import http.client
+        import urllib.error
+        import urllib.request
+
+        try:
+            urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=timeout).close()
+        except urllib.error.HTTPError:
+            pass  # it answered
+        except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise ConfigurationError(f"the MLflow store {uri} does not answer ({reason}); start it, or give the "
+                                     "store `disambig compile` tracked to with --tracking-uri") from None
+        return
     if not uri.startswith("sqlite:///"):
         return
     path = Path(uri.removeprefix("sqlite:///").split("?", 1)[0])

@@ -84,3 +84,23 @@ def test_a_store_it_cannot_read_is_one_line_and_no_store_is_created(monkeypatch,
                                       *(["--tracking-uri", store] if store else [])])
     assert (result.exit_code, result.output.strip()) == (2, f"error: {message}")
     assert [p.name for p in tmp_path.iterdir()] == ["runs"]
+
+
+def test_a_store_server_that_does_not_answer_is_one_line_within_seconds(monkeypatch, tmp_path):
+    """MLflow's client retried a store server that refused the connection for more than three minutes."""
+    import time
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("disambig.cli.process_group.run_as_group", lambda command, env: pytest.fail("a server ran"))
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        store = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    start = time.monotonic()
+    result = CliRunner().invoke(app, ["serve", "models:/m/1", "--tracking-uri", store, "--port", str(port)])
+    assert time.monotonic() - start < 10
+    assert result.exit_code == 2 and result.output.startswith(f"error: the MLflow store {store} does not answer (")
+    assert result.output.strip().endswith("start it, or give the store `disambig compile` tracked to with "
+                                          "--tracking-uri") and len(result.output.strip().splitlines()) == 1
