@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 LOCAL = "local"
 LOCAL_MAX_TOKENS = 256
+GGUF_MAGIC = b"GGUF"
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,8 @@ def parse_spec(spec: str) -> LMSpec:
     """Validate a spec string; a local GGUF path must exist. Nothing is loaded or assembled here.
 
     Raises:
-        ConfigurationError: the spec is empty, malformed, or names a missing GGUF file or unknown model.
+        ConfigurationError: the spec is empty, malformed, or names a missing GGUF file (or a file that is not one) or
+            an unknown model.
     """
     text = (spec or "").strip()
     if not text:
@@ -80,6 +82,10 @@ def _existing(path: Path, spec: str) -> Path:
         raise ConfigurationError(f"LM spec {spec!r}: GGUF file {str(path)!r} does not exist; check the path")
     if path.suffix.lower() != ".gguf":
         raise ConfigurationError(f"LM spec {spec!r}: {str(path)!r} is not a .gguf file")
+    with path.open("rb") as handle:  # llama.cpp would find out only when it loads the file
+        if handle.read(len(GGUF_MAGIC)) != GGUF_MAGIC:
+            raise ConfigurationError(f"LM spec {spec!r}: {str(path)!r} is not a GGUF model (it does not start with "
+                                     "'GGUF'); give the path of a .gguf file")
     return path
 
 

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from disambig.errors import ConfigurationError
@@ -44,6 +46,26 @@ def test_not_a_gguf(tmp_path):
     path.write_bytes(b"x")
     with pytest.raises(ConfigurationError, match="not a .gguf"):
         parse_spec(f"local:{path}")
+
+
+def test_a_gguf_path_that_is_not_a_model_is_refused_before_llama_cpp(tmp_path, monkeypatch):
+    """Found by fuzzing ``lm serve --model``: llama.cpp found out only when it loaded the file."""
+    from typer.testing import CliRunner
+
+    from disambig.cli import app
+
+    path = tmp_path / "notes.gguf"
+    path.write_bytes(b"not a model")
+    message = f"LM spec 'local:{path}': '{path}' is not a GGUF model (it does not start with 'GGUF'); give the path " \
+              "of a .gguf file"
+    with pytest.raises(ConfigurationError, match="is not a GGUF model"):
+        parse_spec(f"local:{path}")
+    monkeypatch.setattr("disambig.lm.server.serve", lambda *a, **kw: pytest.fail("a server ran"))
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = str(free.getsockname()[1])
+    result = CliRunner().invoke(app, ["lm", "serve", "--model", f"local:{path}", "--port", port, "--threads", "1"])
+    assert (result.exit_code, " ".join(result.output.split())) == (2, f"error: {message}")
 
 
 def test_litellm_lm_keeps_its_settings():

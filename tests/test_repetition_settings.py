@@ -47,7 +47,7 @@ def test_build_lm_gives_the_engine_its_guard_and_penalty(tmp_path):
     from disambig.lm.runtime import build_lm
 
     gguf = tmp_path / "tiny.gguf"
-    gguf.touch()
+    gguf.write_bytes(b"GGUF")  # a GGUF header: nothing more is read before the first call
     settings = Settings(lm=f"local:{gguf}", cache_dir=str(tmp_path), repetition_guard="4x2", repeat_penalty=1.1)
     engine = build_lm(settings).engine
     assert (engine.repetition_guard, engine.repeat_penalty) == ("4x2", 1.1)
