@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from pathlib import Path
@@ -17,9 +18,11 @@ def tracking_uri(explicit: str | None = None) -> str:
 
 
 def check_store(uri: str, timeout: float = 5.0) -> None:
-    """Refuse a ``sqlite:///`` store whose database file is not there, before MLflow reads it: reading would create an
-    empty database in its place (or retry for minutes when a folder stands there). An ``http(s)://`` store must
-    answer one request within ``timeout`` seconds: MLflow's client retries one that does not for minutes.
+    """Refuse a ``sqlite:///`` store whose database file is not there or is not MLflow's, before MLflow reads it:
+    reading would create MLflow's tables in it (an empty database in place of a missing file, or in any SQLite file),
+    fail with a traceback on a file that is not SQLite, or retry for minutes when a folder stands there. An
+    ``http(s)://`` store must answer one request within ``timeout`` seconds: MLflow's client retries one that does
+    not for minutes.
 
     Raises:
         ConfigurationError: one line naming the store, the file or the reason, and the fix.
@@ -45,8 +48,27 @@ def check_store(uri: str, timeout: float = 5.0) -> None:
     path = Path(uri.removeprefix("sqlite:///").split("?", 1)[0])
     if not path.is_file():
         what = "is a folder" if path.is_dir() else "does not exist"
-        raise ConfigurationError(f"the MLflow store {uri}: {str(path)!r} {what}; give the store `disambig compile` "
-                                 "tracked to with --tracking-uri (or MLFLOW_TRACKING_URI)")
+    elif not is_mlflow_database(path):
+        what = "is not an MLflow store (no SQLite database with MLflow's tables)"
+    else:
+        return
+    raise ConfigurationError(f"the MLflow store {uri}: {str(path)!r} {what}; give the store `disambig compile` "
+                             "tracked to with --tracking-uri (or MLFLOW_TRACKING_URI)")
+
+
+def is_mlflow_database(path: Path) -> bool:
+    """Whether ``path`` is an SQLite database MLflow made (it has MLflow's migration table), read without writing."""
+    import sqlite3
+
+    with path.open("rb") as handle:
+        if handle.read(16) != b"SQLite format 3\x00":
+            return False
+    try:
+        with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+            found = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'alembic_version'")
+            return found.fetchone() is not None
+    except sqlite3.Error:
+        return False
 
 
 def mlflow_key(name: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import socket
+import sqlite3
 
 import pytest
 from typer.testing import CliRunner
@@ -42,7 +43,7 @@ def test_a_registered_model_is_looked_up_in_the_store_given_by_tracking_uri(monk
     import mlflow
 
     store = f"sqlite:///{tmp_path / 'other.db'}"
-    (tmp_path / "other.db").touch()
+    sqlite3.connect(tmp_path / "other.db").execute("CREATE TABLE alembic_version (v)").connection.close()  # MLflow's
     seen = {}
 
     def download_artifacts(artifact_uri, dst_path, tracking_uri):
@@ -67,6 +68,15 @@ def test_a_registered_model_is_looked_up_in_the_store_given_by_tracking_uri(monk
          "tracked to with --tracking-uri (or MLFLOW_TRACKING_URI)"),  # the default: it made an empty mlflow.db
     ("sqlite:///runs", "the MLflow store sqlite:///runs: 'runs' is a folder; give the store `disambig compile` "
                        "tracked to with --tracking-uri (or MLFLOW_TRACKING_URI)"),  # MLflow retried for minutes
+    ("sqlite:///notes.txt", "the MLflow store sqlite:///notes.txt: 'notes.txt' is not an MLflow store (no SQLite "
+                            "database with MLflow's tables); give the store `disambig compile` tracked to with "
+                            "--tracking-uri (or MLFLOW_TRACKING_URI)"),  # a traceback (file is not a database)
+    ("sqlite:///empty.db", "the MLflow store sqlite:///empty.db: 'empty.db' is not an MLflow store (no SQLite "
+                           "database with MLflow's tables); give the store `disambig compile` tracked to with "
+                           "--tracking-uri (or MLFLOW_TRACKING_URI)"),  # MLflow wrote its tables into it
+    ("sqlite:///other.sqlite", "the MLflow store sqlite:///other.sqlite: 'other.sqlite' is not an MLflow store (no "
+                               "SQLite database with MLflow's tables); give the store `disambig compile` tracked to "
+                               "with --tracking-uri (or MLFLOW_TRACKING_URI)"),  # and into any SQLite database
     ("postgresql://x/y", "the MLflow store postgresql://x/y needs the package 'psycopg', which is not installed; "
                          "install it or use a sqlite:/// store"),  # a traceback
 ])
@@ -77,13 +87,17 @@ def test_a_store_it_cannot_read_is_one_line_and_no_store_is_created(monkeypatch,
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     monkeypatch.setattr("disambig.cli.process_group.run_as_group", lambda command, env: pytest.fail("a server ran"))
     (tmp_path / "runs").mkdir()
+    (tmp_path / "notes.txt").write_text("not a database")
+    (tmp_path / "empty.db").touch()
+    sqlite3.connect(tmp_path / "other.sqlite").execute("CREATE TABLE t (x)").connection.close()
+    before = {p.name: p.is_file() and p.read_bytes() for p in tmp_path.iterdir()}
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]
     result = CliRunner().invoke(app, ["serve", "models:/m/1", "--port", str(port),
                                       *(["--tracking-uri", store] if store else [])])
     assert (result.exit_code, result.output.strip()) == (2, f"error: {message}")
-    assert [p.name for p in tmp_path.iterdir()] == ["runs"]
+    assert {p.name: p.is_file() and p.read_bytes() for p in tmp_path.iterdir()} == before
 
 
 def test_a_store_server_that_does_not_answer_is_one_line_within_seconds(monkeypatch, tmp_path):
