@@ -53,6 +53,21 @@ def test_lm_check_on_embedded_model():
     assert "prefill tokens/s" in result.output and "decode tokens/s" in result.output
 
 
+def test_lm_check_of_a_remote_lm_it_cannot_call_is_one_line(monkeypatch):
+    """Found by fuzzing ``lm check --lm``: a remote LM without its key (or an unknown model, or no network) failed
+    its first call with a traceback."""
+    from dspy.clients.base_lm import BaseLM
+    from dspy.utils.exceptions import LMNotConfiguredError
+
+    def no_key(*args, **kwargs):
+        raise LMNotConfiguredError("[openai/zzz] no API key found for provider 'openai-chat'.\n  - Set OPENAI_API_KEY")
+
+    monkeypatch.setattr(BaseLM, "__call__", no_key)
+    result = runner.invoke(app, ["lm", "check", "--lm", "openai/zzz"])
+    assert (result.exit_code, result.output.strip()) == (2, "error: the LM 'openai/zzz' failed its first call: "
+                                                            "[openai/zzz] no API key found for provider 'openai-chat'.")
+
+
 @pytest.mark.parametrize(("trace", "shown"), [
     ({"cut_by_repetition": 1, "cut_by_length": 0}, " · replies cut: 1 looping, 0 at the token cap"),
     ({"cut_by_repetition": 0, "cut_by_length": 2}, " · replies cut: 0 looping, 2 at the token cap"),

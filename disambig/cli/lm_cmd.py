@@ -8,6 +8,7 @@ from rich.table import Table
 
 from disambig.cli import options
 from disambig.cli.errors import user_errors
+from disambig.errors import ConfigurationError
 from disambig.settings import load_settings
 
 app = typer.Typer(no_args_is_help=True, help="Inspect or serve the language model.")
@@ -17,6 +18,8 @@ app = typer.Typer(no_args_is_help=True, help="Inspect or serve the language mode
 @user_errors
 def check(lm: str | None = options.LM, threads: int | None = options.THREADS) -> None:
     """Load the LM, print measured prefill/decode tokens per second and a schema-constrained call's result."""
+    from dspy.utils.exceptions import LMError
+
     from disambig.lm.check import run_check
     from disambig.lm.spec import parse_spec
     from disambig.lm.threads import check_threads
@@ -24,7 +27,11 @@ def check(lm: str | None = options.LM, threads: int | None = options.THREADS) ->
     settings = load_settings(lm=lm, threads=threads)
     if parse_spec(settings.lm).is_local:
         check_threads(settings.threads)  # before the model is assembled or loaded
-    report = run_check(settings)
+    try:
+        report = run_check(settings)
+    except LMError as exc:  # a remote LM without its key, an unknown model, no network...
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ConfigurationError(f"the LM {settings.lm!r} failed its first call: {reason}") from None
     table = Table(title=f"LM check: {settings.lm}")
     table.add_column("measure")
     table.add_column("value", justify="right", overflow="fold")
