@@ -78,7 +78,7 @@ def test_litellm_lm_keeps_its_settings():
 @pytest.mark.parametrize("spec", ["zzz/yy", "a b/c"])
 def test_a_provider_litellm_does_not_know_is_refused_in_one_line_before_any_call(monkeypatch, spec, capsys):
     """Found by fuzzing ``lm check --lm``: LiteLLM said so only at the first call, with a traceback."""
-    import dspy
+    from dspy.clients.base_lm import BaseLM
     from typer.testing import CliRunner
 
     from disambig.cli import app
@@ -86,7 +86,7 @@ def test_a_provider_litellm_does_not_know_is_refused_in_one_line_before_any_call
     with pytest.raises(ConfigurationError, match=f"LM spec '{spec}': LiteLLM knows no provider"):
         make_lm(spec)
     assert "Provider List" not in capsys.readouterr().out  # LiteLLM's banner is not printed
-    monkeypatch.setattr(dspy.LM, "forward", lambda *a, **kw: pytest.fail("an LM was called"))
+    monkeypatch.setattr(BaseLM, "__call__", lambda *a, **kw: pytest.fail("an LM was called"))
     result = CliRunner().invoke(app, ["lm", "check", "--lm", spec])
     assert (result.exit_code, result.output.strip()) == (2, f"error: LM spec '{spec}': LiteLLM knows no provider "
                                                             f"'{spec.split('/')[0]}'; use 'local', 'local:NAME', "

@@ -151,13 +151,13 @@ def test_compile_route_refuses_a_bad_job_before_the_lm_or_the_retriever(tmp_path
                                                                        message):
     """Found by fuzzing the command line: each of these built the hybrid retriever over wiki-slice and the LM first
     (an unknown metric, a bad --out, --runs or --name and an unknown option after every candidate had answered)."""
-    import dspy
+    from dspy.clients.base_lm import BaseLM
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "q.jsonl").write_text(open(asqa_file, encoding="utf-8").read(), encoding="utf-8")
     monkeypatch.setattr("disambig.retrieval.build_retriever", lambda *a, **kw: pytest.fail("a retriever was built"))
     monkeypatch.setattr("disambig.lm.spec.local_file", lambda *a: pytest.fail("the embedded model was located"))
-    monkeypatch.setattr(dspy.LM, "forward", lambda *a, **kw: pytest.fail("an LM was called"))
+    monkeypatch.setattr(BaseLM, "__call__", lambda *a, **kw: pytest.fail("an LM was called"))
     given = dict(zip(extra[::2], extra[1::2], strict=True))
     args = {"--dataset": "q.jsonl", "--candidates": "closed-book,vanilla-rag", "--out": "art", **given}
     result = runner.invoke(app, ["compile", "route", "--no-track", *[p for pair in args.items() for p in pair]])
