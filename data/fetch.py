@@ -327,7 +327,8 @@ def check_spider_source(repo: str, folder: Path | None) -> None:
         if not folder.is_dir():
             raise ConfigurationError(f"--spider-db-dir {str(folder)!r} is not a folder; give the database folder of "
                                      "the Spider release")
-        if not any(folder.glob("*.sqlite")) and not any(folder.glob("*/*.sqlite")):
+        nested = (path for path in folder.glob("*/*.sqlite") if path.stem == path.parent.name)
+        if not any(folder.glob("*.sqlite")) and not any(nested):
             raise ConfigurationError(f"--spider-db-dir {str(folder)!r} holds no DB_ID.sqlite or DB_ID/DB_ID.sqlite "
                                      "file; give the database folder of the Spider release")
         return

@@ -287,6 +287,8 @@ def test_sample_corpus_keeps_judged_documents_and_is_order_free():
                                                 "elsewhere"),  # it failed after the download
     (["--only", "spider", "--spider-db-dir", "empty"], "--spider-db-dir 'empty' holds no DB_ID.sqlite or "
      "DB_ID/DB_ID.sqlite file; give the database folder of the Spider release"),  # after the questions' download
+    (["--only", "spider", "--spider-db-dir", "release"], "--spider-db-dir 'release' holds no DB_ID.sqlite or "
+     "DB_ID/DB_ID.sqlite file; give the database folder of the Spider release"),  # its database/ folder would do
     (["--only", "spider", "--spider-db-repo", "a/b/c"], "--spider-db-repo 'a/b/c' is not a hub repo id (Repo id must "
      "be in the form 'repo_name' or 'namespace/repo_name': 'a/b/c'. Use `repo_type` argument if needed.); give "
      "OWNER/NAME, e.g. lklimkiewicz/Spider-Raw"),
@@ -296,6 +298,8 @@ def test_a_bad_argument_is_refused_before_anything_is_downloaded(hub, tmp_path, 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "afile").write_text("x")
     (tmp_path / "empty").mkdir()
+    (tmp_path / "release" / "database").mkdir(parents=True)
+    sqlite3.connect(tmp_path / "release" / "database" / "zoo_1.sqlite").close()
     result = runner.invoke(app, ["data", "fetch", *(["--out", "out"] if "--out" not in args else []), *args])
     assert (result.exit_code, " ".join(result.output.split())) == (2, f"error: {message}")
-    assert hub == [] and sorted(p.name for p in tmp_path.iterdir()) == ["afile", "empty"]
+    assert hub == [] and sorted(p.name for p in tmp_path.iterdir()) == ["afile", "empty", "release"]
