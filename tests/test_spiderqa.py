@@ -329,6 +329,8 @@ def test_cli_refuses_an_out_it_would_clobber_or_cannot_write_before_building(spi
     (["--questions", "q.json"], {"q.json": b'[{"db_id": [], "question": "?", "query": "?"}]'},
      "q.json: question 1's db_id must be text"),  # a traceback
     (["--questions", "q.json"], {"q.json": b"[]"}, "question file 'q.json' holds no question"),  # an empty benchmark
+    (["--lm", ""], {}, "LM spec is empty; use 'local', 'local:NAME', 'local:/path/model.gguf' or "
+                       "'provider/model'"),  # built with the deterministic templates, as if no --lm were given
 ])
 def test_cli_refuses_bad_inputs_in_one_line_and_writes_nothing(spider, tmp_path, monkeypatch, args, files,
                                                                message) -> None:

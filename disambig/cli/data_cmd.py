@@ -106,7 +106,7 @@ def spiderqa(
 
     spider = find_named("spider") if questions is None or databases is None else None
     target = (out or Path(load_settings().cache_dir) / "spiderqa").expanduser()
-    writer = _template_writer(lm) if lm else None
+    writer = _template_writer(lm) if lm is not None else None  # an empty --lm is refused, not "no LM"
     report = build_spiderqa((questions or spider / "dev.json").expanduser(),
                             (databases or spider / "database").expanduser(), target, write_template=writer,
                             rows_per_chunk=rows_per_chunk, ext=ext, max_rows_per_question=max_rows_per_question,
