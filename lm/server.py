@@ -174,6 +174,8 @@ def check_port(host: str, port: int) -> None:
         family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
     except socket.gaierror as exc:
         raise ConfigurationError(f"--host {host!r} does not resolve ({exc.strerror}); use e.g. 127.0.0.1") from None
+    except UnicodeError as exc:  # not a host name at all (a byte that is not UTF-8, an empty label)
+        raise ConfigurationError(f"--host {host!r} is not a host name ({exc}); use e.g. 127.0.0.1") from None
     with socket.socket(family, kind, proto) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is not "in use"
         try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -61,6 +62,15 @@ def test_a_port_in_use_is_refused_in_one_line():
         port = taken.getsockname()[1]
         with pytest.raises(ConfigurationError, match=rf"^port {port} on 127.0.0.1 is in use; .* --port$"):
             check_port("127.0.0.1", port)
+
+
+@pytest.mark.parametrize("host", ["\udcff", "a..b"])  # a byte of the command line that is not UTF-8; an empty label
+def test_a_host_that_is_no_host_name_is_named_in_one_line(host):
+    """Found by fuzzing the command lines: the IDNA codec's message, naming no option."""
+    with pytest.raises(ConfigurationError) as caught:
+        check_port(host, 8000)
+    assert re.fullmatch(rf"--host {re.escape(repr(host))} is not a host name \(.+\); use e\.g\. 127\.0\.0\.1",
+                        str(caught.value))
 
 
 @pytest.mark.parametrize(("spec", "match"), [
