@@ -68,6 +68,21 @@ def test_lm_check_of_a_remote_lm_it_cannot_call_is_one_line(monkeypatch):
                                                             "[openai/zzz] no API key found for provider 'openai-chat'.")
 
 
+@pytest.mark.parametrize(("args", "shown"), [
+    (["data", "fetch", "--only", "spider", "--spider-db-repo", "a\rb"], "error: --spider-db-repo 'a\\rb' is not a hub "
+     "repo id (Repo id must use alphanumeric chars, '-', '_' or '.'. The name cannot start or end with '-' or '.' and "
+     "the maximum length is 96: 'a b'.); give OWNER/NAME, e.g. lklimkiewicz/Spider-Raw"),  # the hub's message
+    (["compile", "route", "--candidates", "closed-book", "--option", "x\x1e.k=1", "--no-track"],
+     "error: --option x .KEY=VALUE: 'x\\x1e' is not a candidate (closed-book)"),  # a value quoted as given
+])
+def test_an_error_quoting_a_line_break_is_still_one_line(monkeypatch, tmp_path, args, shown):
+    """Found by fuzzing the command lines: a message quoting a value with a line break (\\r, \\x1e) as it was given
+    was split over lines, or overwritten in a terminal; the error line now makes every run of whitespace one space."""
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and result.output.strip().splitlines() == [shown], result.output
+
+
 @pytest.mark.parametrize(("trace", "shown"), [
     ({"cut_by_repetition": 1, "cut_by_length": 0}, " · replies cut: 1 looping, 0 at the token cap"),
     ({"cut_by_repetition": 0, "cut_by_length": 2}, " · replies cut: 0 looping, 2 at the token cap"),
