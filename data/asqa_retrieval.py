@@ -28,6 +28,7 @@ from disambig.data.loaders import question_file, row_format
 from disambig.data.root import CORPORA, QUESTION_SETS, resolve
 from disambig.data.splits import BOUNDS, split_of
 from disambig.errors import ConfigurationError
+from disambig.paths import expanded
 
 FORMAT = "asqa-retrieval"
 FORMAT_VERSION = 1
@@ -161,7 +162,7 @@ def build_asqa_retrieval(dataset: str, corpus: str, out: Path, splits: Iterable[
         ConfigurationError: rows not in ASQA format, a split without any question whose evidence is in the
             corpus, or an ``out`` holding other files. Nothing is written then.
     """
-    names, out = parse_splits(splits), out.expanduser()
+    names, out = parse_splits(splits), expanded(out)
     if limit < 1:
         raise ValueError(f"limit={limit} must be at least 1 (questions per split)")
     check_replaceable(out, FORMAT, "disambig data asqa-retrieval")
@@ -206,7 +207,7 @@ def repeated_ids(judged: dict[str, JudgedSplit]) -> str | None:
 
 def corpus_reference(corpus: str) -> str:
     """How the manifest names the corpus: a named corpus by name, a file by its absolute path."""
-    return corpus if corpus in CORPORA else str(Path(corpus).expanduser().resolve())
+    return corpus if corpus in CORPORA else str(expanded(corpus).resolve())
 
 
 def write_folder(out: Path, judged: dict[str, JudgedSplit], manifest: dict[str, Any]) -> None:

@@ -22,6 +22,7 @@ from disambig.data.root import CORPORA, QUESTION_SETS, find_named, resolve
 from disambig.data.spiderqa import aggregation_example
 from disambig.data.splits import SPLITS, in_split
 from disambig.errors import ConfigurationError
+from disambig.paths import expanded
 
 DATASETS = tuple(QUESTION_SETS)
 
@@ -66,7 +67,7 @@ def beir_folder(name: str) -> Path | None:
     """The BEIR folder ``name`` is (a named corpus or a path holding ``queries.jsonl`` and ``qrels/``), else None."""
     if name in QUESTION_SETS or name.startswith("hf:"):
         return None
-    path = find_named(name) if name in CORPORA else Path(name).expanduser()
+    path = find_named(name) if name in CORPORA else expanded(name)
     return path if (path / "queries.jsonl").is_file() and (path / "qrels").is_dir() else None
 
 

@@ -18,6 +18,7 @@ import os
 from pathlib import Path
 
 from disambig.errors import ConfigurationError
+from disambig.paths import expanded
 
 ENV_VAR = "DISAMBIG_DATA_DIR"
 CHECKOUT = Path(__file__).resolve().parents[1]
@@ -37,7 +38,7 @@ def data_roots() -> list[tuple[Path, str]]:
     """The roots looked in, in order, each with the reason it is looked in."""
     explicit = os.environ.get(ENV_VAR, "").strip()
     if explicit:
-        return [(Path(explicit).expanduser(), f"{ENV_VAR}/--data-dir")]
+        return [(expanded(explicit), f"{ENV_VAR}/--data-dir")]
     return [(SHARED_DATA, "../shared/data beside the checkout"), (cache_root(), "the project cache")]
 
 
@@ -81,7 +82,7 @@ def resolve(name_or_path: str, names: dict[str, str], what: str, or_else: str) -
         return find_named(name_or_path)
     if not name_or_path.strip():  # Path("") is the working folder
         raise ConfigurationError(f"the {what} is an empty name; use {', '.join(names)}, {or_else}")
-    path = Path(name_or_path).expanduser()
+    path = expanded(name_or_path)
     if not path.exists():
         raise ConfigurationError(f"unknown {what} {name_or_path!r}; use {', '.join(names)}, {or_else}")
     return path

@@ -34,6 +34,7 @@ from disambig.data import spiderqa_sql as sq
 from disambig.data.atomic import write_json, write_text
 from disambig.data.benchmark_folder import check_replaceable
 from disambig.errors import ConfigurationError
+from disambig.paths import expanded
 
 FORMAT_VERSION = 1
 AGGREGATION_FIELDS = ("id", "question", "gold_count", "gold_chunk_ids", "scope", "corpus")
@@ -545,7 +546,7 @@ def aggregation_example(row: dict[str, Any], base: Path, where: str, dataset: st
     missing = [k for k in AGGREGATION_FIELDS if k not in row]
     if missing:
         raise ConfigurationError(f"{where}: missing field(s) {', '.join(missing)} of the aggregation format")
-    corpus = Path(row["corpus"]).expanduser()
+    corpus = expanded(row["corpus"])
     fields = {k: v for k, v in row.items() if k not in ("id", "question", "corpus", "dataset")}
     return dspy.Example(
         id=str(row["id"]), question=row["question"], corpus=str(corpus if corpus.is_absolute() else base / corpus),
@@ -555,7 +556,7 @@ def aggregation_example(row: dict[str, Any], base: Path, where: str, dataset: st
 
 def load_scope(corpus: str | Path, scope: str | None = None) -> list[dict[str, Any]]:
     """The chunks of an aggregation corpus (JSONL ``{id, title, text, db_id?}``), only ``scope``'s when given."""
-    chunks = _read_corpus(str(Path(corpus).expanduser().resolve()))
+    chunks = _read_corpus(str(expanded(corpus).resolve()))
     if not scope:
         return list(chunks)
     picked = [c for c in chunks if c.get("db_id") == scope]
@@ -566,7 +567,7 @@ def load_scope(corpus: str | Path, scope: str | None = None) -> list[dict[str, A
 
 def scope_ids(corpus: str | Path) -> list[str]:
     """The scopes of an aggregation corpus (its chunks' ``db_id`` values), sorted."""
-    return sorted({str(c["db_id"]) for c in _read_corpus(str(Path(corpus).expanduser().resolve())) if c["db_id"]})
+    return sorted({str(c["db_id"]) for c in _read_corpus(str(expanded(corpus).resolve())) if c["db_id"]})
 
 
 def scopes_shown(scopes: list[str], first: int = 20) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from disambig.lm.chunks import Chunk, assemble
 from disambig.lm.paths import SMOLLM2_FILE, SMOLLM2_PACKAGE, package_dir
+from disambig.paths import expanded
 
 MODELS_SUBDIR = "models"
 
@@ -49,7 +50,7 @@ class ChunkedGGUF:
 
     def locate(self, cache_dir: str | Path) -> Path:
         """The assembled file in ``cache_dir/models``, assembled (and verified) from the chunks if missing."""
-        target = Path(cache_dir).expanduser() / MODELS_SUBDIR / self.file_name
+        target = expanded(cache_dir) / MODELS_SUBDIR / self.file_name
         if not target.is_file():
             assemble(self.chunks, target, self.sha256, self.size, what=self.title, install=self.install)
         return target

@@ -6,6 +6,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from disambig.paths import expanded
 from disambig.settings import Settings
 
 RESPONSE_CACHE_SUBDIR = "dspy"
@@ -53,7 +54,7 @@ def use_response_cache(cache_dir: str | Path) -> Path:
     """
     import dspy
 
-    folder = Path(cache_dir).expanduser() / RESPONSE_CACHE_SUBDIR
+    folder = expanded(cache_dir) / RESPONSE_CACHE_SUBDIR
     current = vars(dspy).get("cache")  # not ``dspy.cache``: reading it would build DSPy's default cache
     if getattr(getattr(current, "disk_cache", None), "directory", None) != str(folder):
         dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=str(folder),

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from disambig.errors import ConfigurationError
 from disambig.lm.models import DEFAULT_LOCAL_MODEL, EMBEDDED_MODELS, EmbeddedModel
 from disambig.lm.repetition import DEFAULT_GUARD, LoopRule
+from disambig.paths import expanded
 
 if TYPE_CHECKING:
     import dspy
@@ -64,7 +65,7 @@ def parse_spec(spec: str) -> LMSpec:
         target = text[len(LOCAL) + 1 :]
         if target in EMBEDDED_MODELS:
             return LMSpec(raw=text, embedded=EMBEDDED_MODELS[target])
-        return LMSpec(raw=text, gguf=_existing(Path(target).expanduser(), text))
+        return LMSpec(raw=text, gguf=_existing(expanded(target), text))
     provider, _, name = text.partition("/")
     if not provider or not name:
         raise ConfigurationError(

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from disambig.errors import ConfigurationError
+from disambig.paths import expanded
 
 
 class QAReader:
@@ -24,7 +25,7 @@ class QAReader:
     """
 
     def __init__(self, path: str | Path, max_answer_len: int = 15) -> None:
-        self.path = Path(path).expanduser()
+        self.path = expanded(path)
         self.max_answer_len = max_answer_len
         self._pipeline: Any = None
 

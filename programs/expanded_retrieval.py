@@ -27,6 +27,7 @@ import dspy
 
 from disambig.errors import ConfigurationError
 from disambig.lm.usage import measured
+from disambig.paths import expanded
 from disambig.programs.amd import AMD
 from disambig.programs.expansion import POSTER_TEMPERATURE, GenQR, QueryToChainOfThought, QueryToDocument
 from disambig.retrieval.base import BatchRetriever, check_query
@@ -419,7 +420,7 @@ def build_expanded(kind: str, corpus: str, settings: Any, embedder: Any = None, 
     base = build_retriever(base_kind, corpus, settings, embedder, auto_build, k1=k1, b=b)
     if composition == "rrf":
         knobs.update(rrf_k=rrf_k, depth=depth)
-    store = ExpansionCache(Path(settings.cache_dir).expanduser() / CACHE_SUBDIR) if cache else None
+    store = ExpansionCache(expanded(settings.cache_dir) / CACHE_SUBDIR) if cache else None
     return COMPOSITIONS[composition](kind, base, expander, store, settings, **knobs)
 
 

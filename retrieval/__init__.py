@@ -7,9 +7,9 @@ on first use.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
+from disambig.paths import expanded
 from disambig.retrieval.base import Retriever
 from disambig.retrieval.fusion import rrf
 from disambig.retrieval.passage import Passage
@@ -28,7 +28,7 @@ def build_retriever(kind: str, corpus: str = "wiki-slice", settings: Any = None,
     from disambig.retrieval.cache import CachedEmbedder, CachedRetriever
     from disambig.retrieval.embedder import Embedder
 
-    folder = Path(settings.cache_dir).expanduser() / "retrieval"
+    folder = expanded(settings.cache_dir) / "retrieval"
     embedder = CachedEmbedder(kwargs.pop("embedder", None) or Embedder(), folder)
     if kind == "bm25":
         return CachedRetriever(build(kind, corpus=corpus, settings=settings, **kwargs), folder, embedder)

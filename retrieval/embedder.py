@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from disambig.errors import ConfigurationError
+from disambig.paths import expanded
 from disambig.retrieval.base import passive_openmp
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ def resolve_model_dir(model: str) -> Path:
         from disambig.lm.paths import default_embedder_dir
 
         return default_embedder_dir()
-    path = Path(model).expanduser()
+    path = expanded(model)
     if not (path / "modules.json").is_file() and not (path / "config.json").is_file():
         raise ConfigurationError(
             f"embedder {model!r} is not a local sentence-transformers folder; pass {DEFAULT_EMBEDDER!r} "

@@ -1,7 +1,8 @@
 """Imports run one way: lm, data, retrieval → signatures → programs → metrics → evaluation → optimizers → cli.
 
 Every ``disambig.X`` import in a layer's files (module level or inside a function) may name only its own
-layer, a lower one, or the shared foundation (``disambig.errors``, ``disambig.settings``, the version).
+layer, a lower one, or the shared foundation (``disambig.errors``, ``disambig.settings``, ``disambig.paths``, the
+version).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 RANK = {"lm": 0, "data": 0, "retrieval": 0, "signatures": 1, "programs": 2, "metrics": 3, "evaluation": 4,
         "optimizers": 5}
-FOUNDATION = {"disambig", "disambig.errors", "disambig.settings"}
+FOUNDATION = {"disambig", "disambig.errors", "disambig.settings", "disambig.paths"}
 
 
 def imported_modules(path: Path) -> list[str]:

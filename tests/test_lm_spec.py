@@ -41,6 +41,12 @@ def test_bad_specs_are_rejected_with_the_fix(spec, match):
         parse_spec(spec)
 
 
+def test_a_home_of_no_user_is_a_missing_path_not_a_traceback():
+    """Found by fuzzing ``data spiderqa --lm``: ``local:~0`` raised Path.expanduser's RuntimeError (no user '0')."""
+    with pytest.raises(ConfigurationError, match="'~disambig-no-such-user/m.gguf' does not exist"):
+        parse_spec("local:~disambig-no-such-user/m.gguf")
+
+
 def test_not_a_gguf(tmp_path):
     path = tmp_path / "model.bin"
     path.write_bytes(b"x")

@@ -24,6 +24,7 @@ from disambig.cli import (
     search_cmd,
     serve_cmd,
 )
+from disambig.paths import expanded
 
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, help="DSPy programs for ambiguous and find-all questions."
@@ -62,7 +63,7 @@ def root(
     if data_dir is not None:
         from disambig.data.root import ENV_VAR
 
-        os.environ[ENV_VAR] = str(data_dir.expanduser().resolve())
+        os.environ[ENV_VAR] = str(expanded(data_dir).resolve())
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from disambig.cli.errors import user_errors
+from disambig.paths import expanded
 from disambig.settings import load_settings
 
 app = typer.Typer(no_args_is_help=True,
@@ -51,7 +52,7 @@ def fetch(
     from disambig.data.fetch import fetch as run_fetch
     from disambig.data.root import cache_root
 
-    target = (out or cache_root()).expanduser()
+    target = expanded(out or cache_root())
     check_output_folder(target, "--out")  # before anything is downloaded
     console = Console()
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console) as progress:
@@ -105,10 +106,10 @@ def spiderqa(
     from disambig.data.spiderqa import build_spiderqa
 
     spider = find_named("spider") if questions is None or databases is None else None
-    target = (out or Path(load_settings().cache_dir) / "spiderqa").expanduser()
+    target = expanded(out or Path(load_settings().cache_dir) / "spiderqa")
     writer = _template_writer(lm) if lm is not None else None  # an empty --lm is refused, not "no LM"
-    report = build_spiderqa((questions or spider / "dev.json").expanduser(),
-                            (databases or spider / "database").expanduser(), target, write_template=writer,
+    report = build_spiderqa(expanded(questions or spider / "dev.json"),
+                            expanded(databases or spider / "database"), target, write_template=writer,
                             rows_per_chunk=rows_per_chunk, ext=ext, max_rows_per_question=max_rows_per_question,
                             max_chunks=max_chunks)
     console = Console()
@@ -152,7 +153,7 @@ def asqa_retrieval(
     from disambig.data.asqa_retrieval import build_asqa_retrieval, parse_splits
 
     names = parse_splits(splits)
-    target = (out or Path(load_settings().cache_dir) / "asqa-retrieval").expanduser()
+    target = expanded(out or Path(load_settings().cache_dir) / "asqa-retrieval")
     command = (f"disambig data asqa-retrieval --out {target} --dataset {dataset} --corpus {corpus} --limit {limit} "
                f"--splits {','.join(names)}")
     manifest = build_asqa_retrieval(dataset, corpus, target, names, limit, command)
