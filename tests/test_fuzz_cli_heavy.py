@@ -238,7 +238,8 @@ BAD_PORT = st.one_of(st.integers(max_value=0).map(str), st.integers(65536, 10**1
 MISSING = word(12).map(lambda s: "missing/" + s.replace("/", "_"))
 BAD_LM = st.one_of(
     st.sampled_from(["", " ", "local:", "local:adir", "local:afile", "local:notes.gguf", "local:missing.gguf",
-                     "local:/nonexistent/m.gguf", "gpt4", "zzz/yy", "a b/c", "\udcff/x", "local:\udcff"]),
+                     "local:/nonexistent/m.gguf", "gpt4", "zzz/yy", "a b/c", "\udcff/x", "local:\udcff", "local:~0",
+                     "local:~/no/such/m.gguf"]),
     word(12).filter(lambda s: "/" not in s and not s.strip().startswith("local")),  # no provider
     word(12).filter(lambda s: s not in (*EMBEDDED_MODELS, "model.gguf")).map(lambda s: f"local:{s}"),
     word(12).map(lambda s: f"no-such-provider-{s.replace('/', '_')}/model"),
@@ -357,7 +358,7 @@ FETCH_ARGS = st.one_of(
               st.sampled_from(["", ",", " , ", ",,"])).map(lambda v: ["data", "fetch", "--only", v]),
     st.sampled_from(["afile", "afile/data", "q.jsonl/x"]).map(lambda v: ["data", "fetch", "--only", "asqa",
                                                                          "--out", v]),
-    st.one_of(MISSING, st.sampled_from(["afile", "adir", "q.jsonl", "spider"])).map(
+    st.one_of(MISSING, st.sampled_from(["afile", "adir", "q.jsonl", "spider", "~0/database"])).map(
         lambda v: ["data", "fetch", "--only", "spider", "--spider-db-dir", v]),
     NOT_A_REPO_ID.map(lambda v: ["data", "fetch", "--only", "spider", "--spider-db-repo", v]),
 )
@@ -373,7 +374,8 @@ SPIDERQA = ["data", "spiderqa", "--questions", "spider/dev.json", "--databases",
 ASQA_RETRIEVAL = ["data", "asqa-retrieval", "--dataset", "asqa.jsonl", "--corpus", "slice.jsonl", "--out", "bench"]
 BAD_OUT = st.sampled_from([".", "afile", "afile/x", "spider", "spider/dev.json/x", "q.jsonl"])
 BAD_INPUT = st.one_of(MISSING, st.sampled_from(["", " ", ".", "adir", "afile", "notes.gguf", "README.md", "q.jsonl",
-                                                "slice.jsonl", "spider/dev.json", "spider", "asqa", "wiki-slice"]))
+                                                "slice.jsonl", "spider/dev.json", "spider", "asqa", "wiki-slice",
+                                                "~0/q.jsonl", "~/no/such/q.jsonl"]))
 
 
 @FEWER
