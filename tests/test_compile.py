@@ -200,6 +200,7 @@ def test_serve_runs_the_scoring_app_with_this_python_on_the_fetched_model(monkey
 
     monkeypatch.setattr(serve_cmd, "downloaded", fetched)
     monkeypatch.setattr(process_group, "run_as_group", lambda command, env: seen.update(command=command, env=env) or 0)
+    monkeypatch.setattr("disambig.lm.server.check_port", lambda host, port: None)  # port 5077 may be busy here
     result = CliRunner().invoke(app, ["serve", "models:/disambig-dfa-spiderqa-72/1", "--port", "5077",
                                       "--tracking-uri", "sqlite:///x.db", "--max-request-bytes", "2048",
                                       "--max-concurrent", "2", "--max-queue", "5"])

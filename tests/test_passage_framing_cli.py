@@ -149,6 +149,7 @@ def test_serve_hands_the_framing_to_the_server_process(monkeypatch, tmp_path):
     monkeypatch.setattr("disambig.cli.serve_cmd.downloaded", downloaded)
     monkeypatch.setattr("disambig.optimizers.serving_app.serve_command", lambda *a: (["true"], {}))
     monkeypatch.setattr("disambig.cli.process_group.run_as_group", run_as_group)
+    monkeypatch.setattr("disambig.lm.server.check_port", lambda host, port: None)  # the default port may be busy here
     result = runner.invoke(app, ["serve", "models:/m/1", "--passage-framing", "plain"])
     assert result.exit_code == 0, result.output
     assert handed["DISAMBIG_PASSAGE_FRAMING"] == "plain"

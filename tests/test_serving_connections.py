@@ -63,6 +63,7 @@ def test_serve_records_the_bound_and_the_write_timeout_and_refuses_a_bound_too_l
     seen = {}
     monkeypatch.setattr(serve_cmd, "downloaded", lambda uri, store: _folder("/models/m"))
     monkeypatch.setattr(process_group, "run_as_group", lambda command, env: seen.update(command=command, env=env) or 0)
+    monkeypatch.setattr("disambig.lm.server.check_port", lambda host, port: None)  # the default port may be busy here
     served = CliRunner().invoke(app, ["serve", "models:/m/1", "--tracking-uri", "sqlite:///x.db",
                                       "--max-connections", "30", "--write-timeout", "7"])
     assert served.exit_code == 0, served.output
