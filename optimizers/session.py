@@ -8,6 +8,7 @@ from typing import Any
 
 from disambig.optimizers.compile import CompileJob, CompileResult, compile_program
 from disambig.optimizers.gold import with_gold_fields
+from disambig.optimizers.metric_fit import check_metric_fits
 from disambig.optimizers.recipes import Budget
 from disambig.settings import Settings
 
@@ -36,7 +37,8 @@ def run_compile(
     With ``knob_trials`` > 0 the program's numeric knobs are first searched with optuna, scored on the
     train split (the held-out split stays unseen until the before/after scores). ``options`` are constructor
     arguments fixed by the user (``--option``); they are not searched, and the manifest's knobs record them. The
-    retriever searches ``corpus``, by default the dataset's (``disambig.data.loaders.default_corpus``).
+    retriever searches ``corpus``, by default the dataset's (``disambig.data.loaders.default_corpus``). A metric that
+    scores the gold answers of the first training questions at 0 is refused first (``metric_fit``).
     """
     from disambig.data import load_dataset
     from disambig.data.loaders import dataset_format, default_corpus
@@ -48,6 +50,10 @@ def run_compile(
     from disambig.programs.registry import with_format_option
 
     metric = None if is_judge_metric(metric_name) else get_metric(metric_name)  # unknown names fail before any work
+    train_rows = load_dataset(dataset, split="train", limit=n_train)
+    check_metric_fits(metric_name, dataset, train_rows)  # before the indexes and the LM are loaded
+    trainset = [with_gold_fields(ex, program_name) for ex in train_rows]
+    valset = load_dataset(dataset, split="dev", limit=n_val)
     kind = default_kind(program_name, retriever_kind)
     retriever = None
     if kind:
@@ -55,8 +61,6 @@ def run_compile(
 
         corpus = corpus or default_corpus(dataset)
         retriever = build_retriever(kind, corpus=corpus, settings=settings)
-    trainset = [with_gold_fields(ex, program_name) for ex in load_dataset(dataset, split="train", limit=n_train)]
-    valset = load_dataset(dataset, split="dev", limit=n_val)
     lm = build_lm(settings)
     configure_dspy(lm)
     if metric is None:  # a judge metric asks the judge LM (the program LM unless --judge-lm / DISAMBIG_JUDGE_LM)

@@ -19,7 +19,11 @@ def compile_(
     program: str = typer.Argument(..., help="Registered program (see `disambig programs`)."),
     dataset: str = typer.Option("asqa", "--dataset", "-d", help="asqa, ambignq, a JSONL file in their format, or "
                                  "a BEIR folder (dbpedia-entity-5k, or one `disambig data asqa-retrieval` built)."),
-    metric: str = typer.Option("dr", "--metric", "-m", help="Metric to optimise (e.g. dr, d-f1, mrecall@5)."),
+    metric: str | None = typer.Option(None, "--metric", "-m",
+                                      help="Metric to optimise (e.g. dr, ambigqa-f1, mrecall@5; default: the "
+                                           "dataset's primary metric, dr on ASQA, ambigqa-f1 on AmbigNQ, count-score "
+                                           "on count questions, ndcg@10 on a BEIR folder). One that scores the "
+                                           "dataset's own gold answers at 0 is refused."),
     optimizer: str = typer.Option("bootstrap", "--optimizer", "-o",
                                   help="labeled-fewshot, knn-fewshot, bootstrap, bootstrap-rs, mipro, gepa, simba, "
                                        "or none (keep the demos; with --tune-knobs only the numbers change)."),
@@ -73,14 +77,18 @@ def compile_(
                                            "comma-separated (default 0.5 alone)."),
 ) -> None:
     """Score PROGRAM on held-out questions, compile it on the train split, score again, save JSON + manifest."""
+    from disambig.optimizers.metric_fit import GOLD_QUESTIONS, check_metric_fits, default_metric
     from disambig.optimizers.recipes import Budget
     from disambig.optimizers.session import run_compile
 
     if tracking_uri:  # the run's MLflow logging reads it (disambig.evaluation.tracking.tracking_uri), as serve's does
         os.environ["MLFLOW_TRACKING_URI"] = tracking_uri
+    metric = metric or default_metric(dataset)
     if program == "route":
         from disambig.cli.route_cmd import compile_route
+        from disambig.data import load_dataset
 
+        check_metric_fits(metric, dataset, load_dataset(dataset, split="train", limit=GOLD_QUESTIONS))
         compile_route(dataset, metric, candidates, train, val, cost_weight, allow, runs, detector_train, name, out,
                       lm, threads, track, register, option, cascade, cascade_thresholds)
         return
