@@ -76,13 +76,21 @@ def resolve(name_or_path: str, names: dict[str, str], what: str, or_else: str) -
 
     Raises:
         DataNotFoundError: a known name that no root holds.
-        ConfigurationError: an empty name, or neither a known name nor an existing path.
+        ConfigurationError: an empty name, a path (``looks_like_path``) that does not exist, or neither a known name
+            nor an existing path.
     """
     if name_or_path in names:
         return find_named(name_or_path)
     if not name_or_path.strip():  # Path("") is the working folder
         raise ConfigurationError(f"the {what} is an empty name; use {', '.join(names)}, {or_else}")
     path = expanded(name_or_path)
-    if not path.exists():
-        raise ConfigurationError(f"unknown {what} {name_or_path!r}; use {', '.join(names)}, {or_else}")
-    return path
+    if path.exists():
+        return path
+    if looks_like_path(name_or_path):
+        raise ConfigurationError(f"no such file: {name_or_path}; the {what} is {', '.join(names)}, {or_else}")
+    raise ConfigurationError(f"unknown {what} {name_or_path!r}; use {', '.join(names)}, {or_else}")
+
+
+def looks_like_path(value: str) -> bool:
+    """Whether ``value`` was meant as a path rather than a name: it has a folder separator or a JSON(L) suffix."""
+    return "/" in value or os.sep in value or value.endswith((".jsonl", ".json"))

@@ -187,7 +187,7 @@ def ambignq_file(tmp_path):
         (lambda tmp, args: args | {"--corpus": write_corpus(tmp / "other.jsonl", [CORPUS[3]])},
          "split 'train' of .* has no question with an evidence passage"),
         (lambda tmp, args: args | {"--splits": "dev,all"}, "unknown split 'all'; choose among train, dev, test"),
-        (lambda tmp, args: args | {"--dataset": str(tmp / "missing.jsonl")}, "unknown dataset"),
+        (lambda tmp, args: args | {"--dataset": str(tmp / "missing.jsonl")}, "no such file: .*missing.jsonl"),
     ],
 )
 def test_bad_input_exits_2_and_writes_nothing(asqa, corpus, tmp_path, change, match):

@@ -143,7 +143,7 @@ def test_route_predict_reads_a_plain_question_table_without_gold(scripted, asqa_
     (["--name", "../../policy"], "--name '../../policy' must be a file name without folders, e.g. policy"),
     (["--out", "q.jsonl"], "--out 'q.jsonl' is a file, not a folder; give a folder to write"),
     (["--runs", "q.jsonl/runs"], "--runs 'q.jsonl/runs': 'q.jsonl' is a file, not a folder; write elsewhere"),
-    (["--dataset", "missing.jsonl"], "unknown dataset 'missing.jsonl'; use asqa, ambignq,"),
+    (["--dataset", "missing.jsonl"], "no such file: missing.jsonl; the dataset is asqa, ambignq,"),
     (["--lm", "zzz"], "unknown LM spec 'zzz'; use 'local',"),
     (["--lm", "zzz/yy"], "LM spec 'zzz/yy': LiteLLM knows no provider 'zzz';"),
 ])

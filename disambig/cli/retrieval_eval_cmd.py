@@ -41,7 +41,9 @@ def eval_retrieval(
     """
     from disambig.data.corpus import load_beir_qrels
     from disambig.data.loaders import beir_folder, default_corpus
+    from disambig.data.root import looks_like_path
     from disambig.evaluation.retrieval import evaluate_retriever
+    from disambig.paths import expanded
     from disambig.retrieval import build_retriever
     from disambig.retrieval.factory import EXPANDED_KINDS, KINDS, index_kinds
 
@@ -53,6 +55,9 @@ def eval_retrieval(
                          f"not {', '.join(retriever)}")
     settings = load_settings(threads=threads, lm=lm)
     if beir_folder(dataset) is None:
+        if looks_like_path(dataset) and not expanded(dataset).exists():
+            raise ValueError(f"no such file: {dataset}; pass dbpedia-entity-5k or a folder built by "
+                             "`disambig data asqa-retrieval`")
         raise ValueError(f"dataset {dataset!r} is not a BEIR folder (queries.jsonl and qrels/); pass "
                          "dbpedia-entity-5k or a folder built by `disambig data asqa-retrieval`")
     load_beir_qrels(dataset, split)  # a split the folder does not judge fails before any index is built
