@@ -26,8 +26,12 @@ from disambig.cli import (
 )
 from disambig.paths import expanded
 
+# Click's plain help, not Typer's Rich panels: Rich puts an option's help in a table column some 20 characters wide at
+# 80 columns and cuts whatever does not fit there with an ellipsis (option names, env variable names, URLs such as
+# sqlite:///mlflow.db), while Click wraps it at word boundaries in a column twice as wide. Every subcommand inherits it.
 app = typer.Typer(
-    no_args_is_help=True, add_completion=False, help="DSPy programs for ambiguous and find-all questions."
+    no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+    help="DSPy programs for ambiguous and find-all questions.",
 )
 app.add_typer(lm_cmd.app, name="lm")
 app.command("ask")(ask_cmd.ask)
