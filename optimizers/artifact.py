@@ -15,10 +15,13 @@ MANIFEST = "manifest.json"
 UNSAFE_LM_KEYS = ("api_base", "base_url", "model_list", "class")
 ENTRY_TYPES: dict[str, type] = {"program": str, "optimizer": str, "retriever": str, "knobs": dict, "fingerprint": str}
 """The manifest fields a load reads, and the type ``compile`` writes each as."""
+STATE_RECORD = ("program", "dataset", "metric", "optimizer", "outcome", "scores")
+"""The manifest fields the state file's ``metadata.compile`` repeats, so the state alone says what its compile did."""
 
 
 def save_artifact(program: Any, path: Path, manifest: dict[str, Any]) -> Path:
-    """Write ``path`` (``NAME.json`` state) and its entry in ``manifest.json`` beside it; return the state path.
+    """Write ``path`` (``NAME.json`` state, whose ``metadata.compile`` repeats the manifest's ``STATE_RECORD``) and its
+    entry in ``manifest.json`` beside it; return the state path.
 
     ``manifest.json`` maps each state file's stem to its manifest, so several compiled versions of one
     program and dataset can live in one folder.
@@ -27,7 +30,10 @@ def save_artifact(program: Any, path: Path, manifest: dict[str, Any]) -> Path:
         raise ValueError(f"artifact path {str(path)!r} must end with .json and not be {MANIFEST!r}")
     manifest_path = path.parent / MANIFEST
     entries = stored_entries(manifest_path)  # a broken manifest is refused before anything is written
-    write_json(path, trimmed_state(program))
+    state = trimmed_state(program)
+    if isinstance(state.get("metadata"), dict):  # DSPy's own metadata; the state file also says what the compile did
+        state["metadata"]["compile"] = {k: manifest[k] for k in STATE_RECORD if k in manifest}
+    write_json(path, state)
     entries[path.stem] = {**manifest, "state_file": path.name, "fingerprint": fingerprint(program),
                           "structure": structure(program)}
     write_json(manifest_path, entries, default=str)

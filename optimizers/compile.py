@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import platform
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -13,7 +15,7 @@ from typing import Any
 
 from disambig.lm.spec import parse_spec
 from disambig.optimizers.artifact import save_artifact
-from disambig.optimizers.recipes import Budget, compile_kwargs, make_optimizer
+from disambig.optimizers.recipes import DEMO_RECIPES, Budget, compile_kwargs, make_optimizer
 from disambig.settings import PASSAGE_FRAMINGS
 
 logger = logging.getLogger(__name__)
@@ -48,6 +50,11 @@ class CompileResult:
     before: float
     after: float
 
+    @property
+    def outcome(self) -> str:
+        """``improved``, ``no-gain`` or ``no-demos`` (``compile_outcome``); a result without one counts as improved."""
+        return str(self.manifest.get("outcome", "improved"))
+
 
 def score(program: Any, examples: list, metric: Callable, threads: int = 1) -> float:
     """Mean metric over ``examples`` with ``dspy.Evaluate`` (a failed question scores 0), in [0, 1]."""
@@ -67,14 +74,21 @@ def compile_program(
     out_root: Path,
     data_hashes: dict[str, str],
     lms: dict[str, Any] | None = None,
+    uncompiled: Any = None,
 ) -> CompileResult:
-    """Score ``program`` on ``valset``, compile it on ``trainset``, score again, save JSON state + manifest."""
+    """Score the uncompiled program on ``valset``, compile ``program`` on ``trainset``, score again, save JSON state +
+    manifest with the outcome (``compile_outcome``).
+
+    ``uncompiled`` is the program as it is without compiling, when it differs from ``program`` (whose knobs were
+    tuned on the train split): the score before is its score, so tuned knobs count as learned.
+    """
     optimizer = make_optimizer(job.optimizer, metric, job.budget, **(lms or {}))
-    before = score(program, valset, metric, job.budget.threads)
+    before = score(uncompiled or program, valset, metric, job.budget.threads)
     logger.info("uncompiled %s: %.4f on %d held-out questions", job.metric_name, before, len(valset))
     compiled = optimizer.compile(program, trainset=trainset, **compile_kwargs(job.optimizer, job.budget, valset))
     after = score(compiled, valset, metric, job.budget.threads)
     logger.info("compiled %s: %.4f", job.metric_name, after)
+    demos = len(Counter(demo_rows(compiled)) - Counter(demo_rows(program)))
     manifest = {
         "program": job.program_name,
         "dataset": job.dataset,
@@ -82,6 +96,8 @@ def compile_program(
         "optimizer": job.optimizer,
         "budget": job.budget.__dict__,
         "scores": {"before": before, "after": after, "heldout_size": len(valset), "train_size": len(trainset)},
+        "outcome": compile_outcome(job.optimizer, demos, bool(job.knob_trials), before, after),
+        "new_demos": demos,
         "data": data_hashes,
         "lm": job.lm_spec,
         "lm_model": parse_spec(job.lm_spec).model_name,
@@ -95,6 +111,27 @@ def compile_program(
     path = out_root / job.program_name / Path(job.dataset).stem / f"{job.artifact_name}.json"
     save_artifact(compiled, path, manifest)
     return CompileResult(path, manifest | {"state_file": path.name}, before, after)
+
+
+def compile_outcome(optimizer: str, new_demos: int, knobs_tuned: bool, before: float, after: float) -> str:
+    """What a compile learned: ``no-demos`` when a recipe that only adds demos (``DEMO_RECIPES``) added none and no
+    knob was tuned (nothing changed, whatever the scores say), else ``improved`` when the held-out score rose, else
+    ``no-gain``."""
+    if optimizer in DEMO_RECIPES and not new_demos and not knobs_tuned:
+        return "no-demos"
+    return "improved" if after > before else "no-gain"
+
+
+def demo_rows(program: Any) -> list[str]:
+    """As JSON text: every demo of the program's predictors that fills one of its outputs (the adapter shows no other)
+    and every example of a demo pool (``knn-fewshot``)."""
+    rows = []
+    for _, parameter in program.named_parameters():
+        outputs = set(parameter.signature.output_fields) if hasattr(parameter, "signature") else set()
+        demos = [d for d in getattr(parameter, "demos", None) or [] if outputs & set(dict(d.items()))]
+        for demo in [*demos, *(getattr(parameter, "examples", None) or [])]:
+            rows.append(json.dumps(dict(demo.items()), sort_keys=True, default=str))
+    return rows
 
 
 def package_versions() -> dict[str, str]:

@@ -137,6 +137,9 @@ RECIPES: dict[str, Callable[..., Any]] = {
     "simba": simba,
 }
 
+DEMO_RECIPES = ("none", "labeled-fewshot", "knn-fewshot", "bootstrap", "bootstrap-rs")
+"""Recipes that change a program only by its demos: one that adds none (and tunes no knob) learned nothing."""
+
 COMPILE_KWARGS: dict[str, Callable[[Budget, list], dict[str, Any]]] = {
     "mipro": lambda b, val: {"valset": val, "num_trials": b.trials, "minibatch": len(val) > b.batch,
                              "minibatch_size": b.batch},

@@ -31,8 +31,12 @@ def run_compile(
     reflection_lm: str | None = None,
     knob_trials: int = 0,
     options: dict[str, Any] | None = None,
+    register_anyway: bool = False,
 ) -> tuple[CompileResult, dict[str, str]]:
     """Load the train and held-out splits, build everything, compile, and optionally log to MLflow.
+
+    A compile whose outcome is not ``improved`` (``compile_outcome``: no gain on the held-out split, or no demo added)
+    is saved and logged but registers no new model version unless ``register_anyway``.
 
     With ``knob_trials`` > 0 the program's numeric knobs are first searched with optuna, scored on the
     train split (the held-out split stays unseen until the before/after scores). ``options`` are constructor
@@ -68,19 +72,21 @@ def run_compile(
     knobs = with_format_option(program_name, dataset_format(dataset), options or {})  # ADF's style follows the data
     with passage_framing(settings.passage_framing):  # after configure_dspy: a dspy.context holds the LM of its start
         trials_seen: list[dict[str, Any]] = []
+        uncompiled = None  # the program as it is without compiling, when the knobs are tuned: the score before
         if knob_trials:
+            uncompiled = build_program(program_name, retriever=retriever, **knobs)
             knobs = search_knobs(program_name, retriever, trainset, metric, budget, knob_trials, knobs, trials_seen)
         program = build_program(program_name, retriever=retriever, **knobs)
         lms = {"lm": lm, "reflection_lm": build_lm(settings, reflection_lm) if reflection_lm else lm}
         job = CompileJob(program_name, dataset, metric_name, optimizer, budget, settings.lm,
                          f"{kind}:{corpus}" if kind else "", name, knobs, trials_seen, settings.passage_framing)
         hashes = {"train": ids_hash(trainset), "heldout": ids_hash(valset)}
-        result = compile_program(job, program, trainset, valset, metric, out, hashes, lms)
+        result = compile_program(job, program, trainset, valset, metric, out, hashes, lms, uncompiled)
     tracked: dict[str, str] = {}
     if track:
         from disambig.optimizers.tracking import log_compile_run
 
-        tracked = log_compile_run(result, register=register)
+        tracked = log_compile_run(result, register=register and (result.outcome == "improved" or register_anyway))
     return result, tracked
 
 

@@ -27,7 +27,7 @@ def log_compile_run(result: Any, uri: str | None = None, register: bool = True) 
     with mlflow.start_run(run_name=run_name) as run:
         mlflow.log_params({mlflow_key(k): _param(v) for k, v in manifest.items()
                            if k in ("program", "dataset", "metric", "optimizer", "lm", "retriever", "fingerprint",
-                                   "passage_framing")})
+                                   "passage_framing", "outcome")})
         mlflow.log_params({f"budget.{k}": v for k, v in manifest["budget"].items()})
         mlflow.log_metrics({"score_before": result.before, "score_after": result.after,
                             "score_gain": result.after - result.before})

@@ -57,7 +57,12 @@ def compile_(
     out: Path = typer.Option(Path("artifacts"), "--out", help="Artifact root folder."),
     track: bool = typer.Option(True, "--track/--no-track", help="Record the compile in MLflow."),
     tracking_uri: str | None = options.TRACKING_URI,
-    register: bool = typer.Option(True, "--register/--no-register", help="Register the pyfunc model in MLflow."),
+    register: bool = typer.Option(True, "--register/--no-register",
+                                  help="Register the pyfunc model in MLflow when the compile improved the held-out "
+                                       "score."),
+    register_anyway: bool = typer.Option(False, "--register-anyway",
+                                         help="Register a new model version even when the compile did not improve the "
+                                              "held-out score or added no demo."),
     cache: bool | None = options.CACHE,
     option: list[str] = options.PROGRAM_OPTION,
     cost_weight: float = typer.Option(0.0, "--cost-weight", min=0.0,
@@ -102,16 +107,31 @@ def compile_(
                     batch=batch, threads=eval_workers(settings))  # questions at once: 1 on the in-process model
     result, tracked = run_compile(settings, program, dataset, metric, optimizer, budget, train, val, retriever,
                                   corpus, name, out, track, register, reflection_lm, tune_knobs,
-                                  program_options)
+                                  program_options, register_anyway)
     console = Console()
     console.print(f"LM response cache: {options.cache_note(settings)}")
     console.print(f"{metric} on {result.manifest['scores']['heldout_size']} held-out questions: "
                   f"before {result.before:.4f} → after {result.after:.4f} ({result.after - result.before:+.4f})")
+    if result.outcome != "improved":
+        console.print(nothing_learned(result, registered="registered" in tracked, asked=track and register))
     if result.manifest["knobs"]:
         console.print(f"knobs: {result.manifest['knobs']}")
     console.print(f"saved {result.state_path} (+ manifest.json)")
     for key, value in tracked.items():
         console.print(f"MLflow {key}: {value}")
+
+
+def nothing_learned(result: object, registered: bool, asked: bool) -> str:
+    """The one line a compile that learned nothing prints: what happened and whether a model version was made."""
+    why = ("no demo was added (no training trace passed the metric, or no training row fills the program's outputs)"
+           if result.outcome == "no-demos" else "the held-out score did not improve")
+    if registered:
+        kept = "registered anyway (--register-anyway)"
+    elif asked:
+        kept = "saved, but no new MLflow model version registered (--register-anyway registers it)"
+    else:
+        kept = "saved"
+    return f"nothing learned ({result.outcome}): {why}; {kept}"
 
 
 def count_option(value: str) -> int:
