@@ -10,7 +10,8 @@ from disambig.errors import ConfigurationError
 MODEL_URI_SCHEMES = ("models:/", "runs:/")
 
 
-def load(source: str | Path, retriever: Any = None, settings: Any = None) -> Any:
+def load(source: str | Path, retriever: Any = None, settings: Any = None, corpus: str | None = None,
+         kind: str | None = None) -> Any:
     """Build the artifact's program, attach its retriever, and load the compiled JSON state.
 
     Args:
@@ -18,6 +19,8 @@ def load(source: str | Path, retriever: Any = None, settings: Any = None) -> Any
             (``models:/NAME/VERSION``, ``runs:/RUN_ID/program``) logged by ``disambig compile``.
         retriever: use this retriever instead of building the one named in the manifest.
         settings: run settings (cache directory for indexes); defaults to ``load_settings()``.
+        corpus: search this corpus instead of the one the manifest names (with the manifest's retriever kind).
+        kind: build this retriever kind (``bm25``, ``dense``, ``hybrid``) instead of the manifest's.
 
     Returns:
         The program, ready to call once an LM is configured.
@@ -31,8 +34,8 @@ def load(source: str | Path, retriever: Any = None, settings: Any = None) -> Any
     name = manifest.get("program")
     if name not in PROGRAMS:
         raise ConfigurationError(f"artifact {str(state_path)!r} is for unknown program {name!r}")
-    if retriever is None and manifest.get("retriever"):
-        retriever = _build_retriever(manifest["retriever"], settings)
+    if retriever is None and (manifest.get("retriever") or kind):
+        retriever = _build_retriever(searched(manifest.get("retriever") or "", kind, corpus), settings)
     program = build_program(name, retriever=retriever, **manifest.get("knobs", {}))
     return load_state_into(for_loading(manifest.get("optimizer", ""), program), state_path, manifest)
 
@@ -48,6 +51,13 @@ def resolve_state_path(source: str) -> Path:
     if len(states) != 1:
         raise ConfigurationError(f"{source!r} holds {len(states)} compiled states; expected exactly one")
     return states[0]
+
+
+def searched(spec: str, kind: str | None, corpus: str | None) -> str:
+    """The retriever spec ``KIND:CORPUS`` to build: the manifest's ``spec`` with ``kind`` and ``corpus`` in place of
+    its own where given (a manifest naming no retriever: ``kind`` over ``corpus``, else wiki-slice)."""
+    own_kind, _, own_corpus = spec.partition(":")
+    return f"{kind or own_kind}:{corpus or own_corpus}"
 
 
 def _build_retriever(spec: str, settings: Any) -> Any:

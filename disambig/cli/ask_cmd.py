@@ -20,7 +20,9 @@ def ask(
                                        help="Registered program (see `disambig programs`); default closed-book, or "
                                             "the program --artifact is a compile of (another name is refused)."),
     retriever: str | None = typer.Option(None, "--retriever", help="bm25, dense or hybrid (default hybrid if needed)."),
-    corpus: str = typer.Option("wiki-slice", "--corpus", help="Corpus the retriever searches."),
+    corpus: str | None = typer.Option(None, "--corpus",
+                                      help="Corpus the retriever searches (default: with --artifact the one its "
+                                           "manifest names, searched by the kind it names; else wiki-slice)."),
     artifact: str | None = typer.Option(None, "--artifact", help="Compiled program: state JSON path or models:/..."),
     dataset: str | None = typer.Option(None, "--dataset", "-d",
                                        help="Count programs (dfa, naive-rag-count, map-count): the aggregation "
@@ -70,18 +72,19 @@ def ask(
         console.print(f"LM response cache {options.cache_note(settings)}; calls answered from it are not counted")
 
 
-def _program(settings: object, name: str, retriever: str | None, corpus: str, artifact: str | None,
+def _program(settings: object, name: str, retriever: str | None, corpus: str | None, artifact: str | None,
              program_options: dict) -> object:
+    """The program to ask: a compiled ``artifact`` searching its manifest's retriever, with ``--retriever`` and
+    ``--corpus`` in place of the kind and corpus the manifest names; else ``name`` built with ``program_options``."""
     from disambig.programs import build_program, retriever_kind
     from disambig.retrieval import build_retriever
 
     if artifact:
         from disambig.optimizers.loading import load
 
-        searcher = build_retriever(retriever, corpus=corpus, settings=settings) if retriever else None
-        return load(artifact, retriever=searcher, settings=settings)
+        return load(artifact, settings=settings, corpus=corpus, kind=retriever)
     kind = retriever_kind(name, retriever)
-    searcher = build_retriever(kind, corpus=corpus, settings=settings) if kind else None
+    searcher = build_retriever(kind, corpus=corpus or "wiki-slice", settings=settings) if kind else None
     return build_program(name, retriever=searcher, **program_options)
 
 
