@@ -90,15 +90,15 @@ class DIVA(dspy.Module):
                 checks = ordered_map(lambda reading: self.check(context, reading), readings.questions)
             quality = grade([c.probability for c in checks], self.useful_threshold, self.partial_threshold)
             if quality == "Useless":
-                found, long_answer = [], self.closed_book(question=question).long_answer
+                found, long_answer, conflicts = [], self.closed_book(question=question).long_answer, []
             else:
-                found, long_answer = self.rac(question=question, passages=passages)
+                found, long_answer, conflicts = self.rac(question=question, passages=passages)
             trace.notes.update(readings.notes())
             trace.notes.update(grade=quality, verdicts=[c.verdict == "Yes" for c in checks],
                                yes_probabilities=[round(c.probability, 4) for c in checks],
                                probability_source=sorted({c.source for c in checks}),
                                thresholds={"useful": self.useful_threshold, "partial": self.partial_threshold})
-        return make_prediction(found, long_answer, trace, passages)
+        return make_prediction(found, long_answer, trace, passages, conflicts)
 
     def check(self, context: str, question: str) -> Check:
         """Eq. 7 for one pseudo-interpretation, as a probability of Yes."""
@@ -134,9 +134,9 @@ class DIVANoAdapt(dspy.Module):
         with measured() as trace:
             readings, passages = diversified(self.interpret, self.reranker, question, self.k)
             trace.retrieval_calls += 1
-            found, long_answer = self.rac(question=question, passages=passages)
+            found, long_answer, conflicts = self.rac(question=question, passages=passages)
             trace.notes.update(readings.notes())
-        return make_prediction(found, long_answer, trace, passages)
+        return make_prediction(found, long_answer, trace, passages, conflicts)
 
 
 def diversified(interpret: PseudoInterpreter, reranker: Reranker, question: str,

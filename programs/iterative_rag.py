@@ -16,6 +16,7 @@ import dspy
 
 from disambig.data.text import normalize
 from disambig.lm.usage import measured
+from disambig.programs.conflicts import find_conflicts
 from disambig.programs.context import unique
 from disambig.programs.knobs import Knob
 from disambig.programs.rac import RAC
@@ -52,18 +53,21 @@ class IterativeRAG(dspy.Module):
         with measured() as trace:
             root = self.reranker.search(question, self.k)
             trace.retrieval_calls += 1
-            nodes, cited = self.grow(question, root, trace)
+            nodes, cited, claims = self.grow(question, root, trace)
             context = unique([*cited, *root], limit=self.k)
             long_answer = self.rac.write(question, context, nodes)
             trace.notes["tree_nodes"] = len(nodes)
-        return make_prediction(nodes, long_answer, trace, context)
+        return make_prediction(nodes, long_answer, trace, context, find_conflicts(claims))
 
-    def grow(self, question: str, root: list[Any], trace: Any) -> tuple[list[Interpretation], list[Any]]:
-        """Expand the tree breadth first; return the readings kept and the passages they cite."""
+    def grow(self, question: str, root: list[Any],
+             trace: Any) -> tuple[list[Interpretation], list[Any], list[Interpretation]]:
+        """Expand the tree breadth first; return the readings kept, the passages they cite, and every claim of a kept
+        reading (repeats from other passages included, for ``find_conflicts``)."""
         expanded = {normalize(question)}
         kept: set[tuple[str, str]] = set()
         nodes: list[Interpretation] = []
         cited: list[Any] = []
+        claims: list[Interpretation] = []
         frontier: deque[tuple[str, list[Any] | None, int]] = deque([(question, root, 1)])
         while frontier and len(nodes) < self.max_nodes:
             query, passages, level = frontier.popleft()
@@ -71,14 +75,18 @@ class IterativeRAG(dspy.Module):
                 passages = self.reranker.search(query, self.k)
                 trace.retrieval_calls += 1
             by_id = {p.id: p for p in passages}
-            for found in self.rac.interpretations(query, passages):
+            for found in self.rac.claims(query, passages):
                 key = (normalize(found.question), normalize(found.answer))
-                if key in kept or len(nodes) >= self.max_nodes:
+                if key in kept:  # a repeat: no new node, but one more passage that says it
+                    claims.append(found)
+                    continue
+                if len(nodes) >= self.max_nodes:
                     continue
                 kept.add(key)
+                claims.append(found)
                 nodes.append(found)
                 cited.extend(by_id[i] for i in found.passage_ids if i in by_id)
                 if key[0] not in expanded and level + 1 < self.max_depth:
                     expanded.add(key[0])
                     frontier.append((found.question, None, level + 1))
-        return nodes, cited
+        return nodes, cited, claims

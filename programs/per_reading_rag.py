@@ -44,9 +44,9 @@ class PerReadingRAG(dspy.Module):
             lists = self.retriever.batch_search(list(readings.questions), self.k)
             trace.retrieval_calls += len(lists)
             passages = unique(round_robin(lists), limit=self.k)
-            found, long_answer = self.rac(question=question, passages=passages)
+            found, long_answer, conflicts = self.rac(question=question, passages=passages)
             trace.notes.update(readings.notes())
-        return make_prediction(found, long_answer, trace, passages)
+        return make_prediction(found, long_answer, trace, passages, conflicts)
 
 
 def round_robin(lists: list[list[Any]]) -> list[Any]:

@@ -14,8 +14,9 @@ from typing import Any, Literal
 import dspy
 
 from disambig.lm.usage import measured
+from disambig.programs.conflicts import find_conflicts
 from disambig.programs.knobs import Knob
-from disambig.programs.rac import RAC
+from disambig.programs.rac import RAC, distinct
 from disambig.programs.result import make_prediction
 from disambig.programs.verdict import RELAX_DEMOS, LongAnswer, check_choice, cost, listed, relaxed_query, with_demos
 from disambig.signatures import RelaxQuery
@@ -50,14 +51,15 @@ class RACTop20(dspy.Module):
             query = relaxed_query(self.relaxer, question) if self.relax else question
             passages = self.retriever.search(query, min(self.k, self.retriever.size))
             trace.retrieval_calls += 1
-            found = self.rac.interpretations(question, passages)
+            claims = self.rac.claims(question, passages)
+            found, conflicts = distinct(claims), find_conflicts(claims)
             with measured() as extra:
                 long_answer = self.write(question, passages, found)
             if self.cite == "none":
                 found = [replace(i, passage_ids=()) for i in found]
             trace.notes.update(relaxed_query=query, long_answer_cost=cost(extra))
         trace.notes["method_lm_calls"] = trace.lm_calls - extra.lm_calls
-        return make_prediction(found, long_answer, trace, passages)
+        return make_prediction(found, long_answer, trace, passages, conflicts)
 
     def write(self, question: str, passages: list[Any], found: list[Any]) -> str:
         if self.long_answer == "none" or not found:

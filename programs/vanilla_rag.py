@@ -41,5 +41,5 @@ class VanillaRAG(dspy.Module):
         with measured() as trace:
             passages = self.reranker.search(question, self.k)
             trace.retrieval_calls += 1
-            found, long_answer = self.rac(question=question, passages=passages)
-        return make_prediction(found, long_answer, trace, passages)
+            found, long_answer, conflicts = self.rac(question=question, passages=passages)
+        return make_prediction(found, long_answer, trace, passages, conflicts)

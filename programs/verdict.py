@@ -9,6 +9,10 @@
 4. embed each surviving (reading; answer) with the retriever's encoder, cluster with HDBSCAN, drop the noise and
    keep each cluster's medoid, which cites its own passage (section 4.2, Algorithm 1 lines 10-14).
 
+Not in the paper: a cluster whose passages give different answers (a noise pair asking the cluster's question
+counted in) is a conflict (``cluster_claims``, ``programs/conflicts.py``). The readings stay the medoids; the
+prediction carries the conflicts and its long answer says the sources disagree (no extra LM call).
+
 The paper's cost is one retrieval and 1 + k LM calls. The paper has no long answer; ``long_answer`` adds one
 (``consolidate``: one more LM call; ``list``: the readings joined, no call) so ASQA's long-form metrics apply, and
 its cost is kept apart in ``trace.notes["long_answer_cost"]``.
@@ -23,8 +27,10 @@ from typing import Any, Literal
 
 import dspy
 
+from disambig.data.text import normalize
 from disambig.lm.parallel import call_workers, ordered_map, serialised
 from disambig.lm.usage import Trace, measured
+from disambig.programs.conflicts import find_conflicts
 from disambig.programs.consolidate import Consolidation, consolidate
 from disambig.programs.context import format_passage, format_passages
 from disambig.programs.diva import embedder_of
@@ -132,13 +138,14 @@ class VerDICt(dspy.Module):
             groups = consolidate(self.vectors(pairs), **self.clustering) if pairs else Consolidation((), (), ())
             found = [self.interpretation(pairs, medoid, group)  # lines 10-15
                      for medoid, group in zip(groups.medoids, groups.members, strict=True)]
+            conflicts = find_conflicts(cluster_claims(pairs, groups))  # not in the paper: answers that disagree
             with measured() as extra:
                 long_answer = self.write(question, found, passages)
             trace.notes.update(relaxed_query=query, **feedback_notes(feedback), labels=list(groups.labels),
                                medoids=[pairs[i].passage.id for i in groups.medoids],
                                long_answer_cost=cost(extra))
         trace.notes["method_lm_calls"] = trace.lm_calls - extra.lm_calls
-        return make_prediction(found, long_answer, trace, passages)
+        return make_prediction(found, long_answer, trace, passages, conflicts)
 
     def execute(self, question: str, passages: Sequence[Any]) -> list[Feedback]:
         """One feedback call per passage; results in retrieval order however the calls were scheduled."""
@@ -184,6 +191,23 @@ class VerDICt(dspy.Module):
         pairs = [Disambiguation(question=i.question, answer=i.answer, passage=numbers[i.passage_ids[0]])
                  for i in found]
         return self.writer(passages=format_passages(cited), question=question, disambiguations=pairs).long_answer
+
+
+def cluster_claims(pairs: list[Feedback], groups: Consolidation) -> list[Interpretation]:
+    """Every pair as a claim on its cluster's reading (the medoid's question: a cluster is one reading), in
+    retrieval order, for ``find_conflicts``. A noise pair joins the first cluster holding a pair with the same
+    normalised question: with ``embed="qa"`` a lone contrary answer is what HDBSCAN sets apart, and it must still
+    be compared. Other noise answers no reading kept and is left out."""
+    readings = [(pairs[m].interpretation, {normalize(pairs[i].interpretation) for i in members})
+                for m, members in zip(groups.medoids, groups.members, strict=True)]
+    reading_of = {i: reading for (reading, _), members in zip(readings, groups.members, strict=True) for i in members}
+    claims = []
+    for i, pair in enumerate(pairs):
+        reading = reading_of.get(i) or next((r for r, asked in readings if normalize(pair.interpretation) in asked),
+                                            None)
+        if reading is not None:
+            claims.append(Interpretation(reading, pair.answer, (pair.passage.id,)))
+    return claims
 
 
 def with_demos(signature: type[dspy.Signature], demos: list[dict[str, Any]]) -> dspy.Predict:

@@ -176,7 +176,7 @@ def routed(prediction: dspy.Prediction, decision: Decision | CascadeDecision, tr
     from dataclasses import asdict
 
     out = make_prediction([], "", trace)
-    for key in ("interpretations", "long_answer", "passages"):
+    for key in ("interpretations", "long_answer", "passages", "conflicts", "conflict_note"):
         out[key] = prediction.get(key, out[key])
     out["trace"] = asdict(trace)
     out["action"], out["program"] = decision.action, decision.program
