@@ -2,7 +2,8 @@
 
 A prediction row is a JSON object with ``question`` (and ``id`` when known) and any of ``long_answer``,
 ``answers`` (short answers), ``interpretations`` (``[{question, answer, passage_ids?}]``) and ``passages``
-(``[{id?, title, text}]``); a count program's rows also carry ``count`` and ``retained_chunk_ids``. Rows are
+(``[{id?, title, text}]``); a count program's rows also carry ``count`` and ``retained_chunk_ids``, and a row whose
+long answer ends with a program's conflict note carries it as ``conflict_note`` (taken out before scoring). Rows are
 matched to the dataset by ``id`` when the row has one the dataset knows, else by the question text (lower-cased,
 whitespace collapsed). Judge metrics can be scored through a ``JudgedScoring`` (``disambig.evaluation.judging``),
 which stores each question's judged scores as they are computed and reuses them on a re-run.
@@ -82,6 +83,7 @@ def _wrong_field(row: dict[str, Any]) -> tuple[str, str] | None:
               ("answers", "a list of texts", lambda v: _list_of(v, str)),
               ("interpretations", "a list of {question, answer, passage_ids} objects", _readings),
               ("passages", "a list of {id, title, text} objects", lambda v: _list_of(v, dict)),
+              ("conflict_note", "text or null", lambda v: isinstance(v, text)),
               ("count", "a number or null", lambda v: isinstance(v, number) and not isinstance(v, bool)),
               ("retained_chunk_ids", "a list of ids", lambda v: _list_of(v, (str, int))))
     return next(((name, must) for name, must, ok in checks if name in row and not ok(row[name])), None)
@@ -109,14 +111,14 @@ def answered_examples(rows: list[dict[str, Any]], examples: list[Any]) -> list[A
 
 def to_prediction(row: dict[str, Any]) -> Any:
     """A ``dspy.Prediction`` with the common fields, empty where the row has none, and a count program's
-    ``count`` and ``retained_chunk_ids`` when the row has them (the count metrics read those)."""
+    ``count`` and ``retained_chunk_ids`` and a conflict note when the row has them (the metrics read those)."""
     import dspy
 
-    counted = {k: row[k] for k in ("count", "retained_chunk_ids") if row.get(k) is not None}
+    carried = {k: row[k] for k in ("count", "retained_chunk_ids", "conflict_note") if row.get(k) is not None}
     return dspy.Prediction(
         long_answer=str(row.get("long_answer") or ""), answers=list(row.get("answers") or []),
         interpretations=[dict(i) for i in row.get("interpretations") or []], passages=list(row.get("passages") or []),
-        **counted,
+        **carried,
     )
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from disambig.errors import ConfigurationError
 from disambig.metrics.adf_text import adf_token_f1, lcs_f1
+from disambig.metrics.answer_text import scored_long_answer
 from disambig.metrics.reader import QAReader
 from disambig.metrics.rouge import rouge_l
 
@@ -32,7 +33,7 @@ COVER_THRESHOLD = 0.5
 
 
 def long_answer(pred: Any) -> str:
-    return str(getattr(pred, "long_answer", "") or "")
+    return scored_long_answer(pred)
 
 
 def is_asqa_shaped(example: Any) -> bool:

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from disambig.metrics.answer_text import scored_long_answer
 from disambig.metrics.judge import Judge
 
 
 def response_text(pred: Any) -> str:
     """The text the judge reads: the long answer, else the interpretations as "question: answer" lines."""
-    long_answer = str(getattr(pred, "long_answer", "") or "").strip()
+    long_answer = scored_long_answer(pred).strip()
     if long_answer:
         return long_answer
     lines = [f"{i['question']}: {i['answer']}" if i.get("question") else str(i["answer"])

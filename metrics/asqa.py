@@ -20,12 +20,13 @@ from __future__ import annotations
 from typing import Any
 
 from disambig.data.text import normalize
+from disambig.metrics.answer_text import scored_long_answer
 from disambig.metrics.qa import token_f1
 from disambig.metrics.reader import QAReader
 
 
 def _long_answer(pred: Any) -> str:
-    return str(getattr(pred, "long_answer", "") or "")
+    return scored_long_answer(pred)
 
 
 def str_em(example: Any, pred: Any) -> float:

@@ -18,6 +18,7 @@ from disambig.errors import ConfigurationError
 from disambig.metrics import adf, adf_ranking, asqa, ranking, verdict
 from disambig.metrics.adf_judge import disambiguation_score, similarity_score
 from disambig.metrics.ambigqa import ambigqa_f1, example_annotations
+from disambig.metrics.answer_text import scored_long_answer
 from disambig.metrics.count import COUNT_METRICS
 from disambig.metrics.disambiguation import coverage
 from disambig.metrics.grounded import g_f1, g_precision, g_recall, g_recall_paper, grounded_count, judged_count
@@ -36,7 +37,7 @@ def predicted_answers(pred: Any) -> list[str]:
     if given:
         return given
     answers = [str(i.get("answer") or "") for i in getattr(pred, "interpretations", []) or []]
-    return [a for a in answers if a] or [str(getattr(pred, "long_answer", "") or "")]
+    return [a for a in answers if a] or [scored_long_answer(pred)]
 
 
 def _gold_answers(example: Any) -> list[str]:
@@ -45,7 +46,7 @@ def _gold_answers(example: Any) -> list[str]:
 
 def _coverage(example: Any, pred: Any) -> Any:
     return coverage(example.interpretations, getattr(pred, "interpretations", []) or [],
-                    str(getattr(pred, "long_answer", "") or ""), str(example.question))
+                    scored_long_answer(pred), str(example.question))
 
 
 def em(example: Any, pred: Any) -> float:
@@ -74,7 +75,7 @@ def d_precision(example: Any, pred: Any) -> float:
 
 
 def rouge(example: Any, pred: Any) -> float:
-    return rouge_l(str(getattr(pred, "long_answer", "") or ""), list(getattr(example, "long_answers", []) or []))
+    return rouge_l(scored_long_answer(pred), list(getattr(example, "long_answers", []) or []))
 
 
 def dr_per_question(example: Any, pred: Any, reader: QAReader | None = None) -> float:
