@@ -30,7 +30,8 @@ from disambig.settings import Settings
 Engine = Literal["local", "spark"]
 ENGINES = ("local", "spark")
 MODEL_URI_SCHEMES = ("models:/", "runs:/")
-ANSWER_COLUMNS = ("long_answer", "interpretations", "passage_ids", "passages", "trace", "extra", "error")
+ANSWER_COLUMNS = ("long_answer", "interpretations", "passage_ids", "conflicts", "conflict_note", "passages", "trace",
+                  "extra", "error")
 TRACE_FIELDS = ("lm_calls", "input_tokens", "output_tokens", "reused_prompt_tokens", "retrieval_calls", "seconds")
 PRICE_FIELDS = ("cost_usd",)  # null when no call of the row had a known price (``disambig.lm.cost``)
 # Rows asked at once: locally one on the in-process model (each is kept as soon as it is answered) and ``--threads``
@@ -42,6 +43,8 @@ TABLE_EVERY_ROWS, TABLE_EVERY_SECONDS = 16, 10.0
 SPARK_RESULT_TYPE = (
     "question string, long_answer string, "
     "interpretations array<struct<question: string, answer: string, passage_ids: array<string>, score: double>>, "
+    "conflicts array<struct<question: string, answers: array<struct<answer: string, passage_ids: array<string>>>>>, "
+    "conflict_note string, "
     "passages array<struct<id: string, title: string, text: string>>, "
     "trace struct<lm_calls: long, input_tokens: long, output_tokens: long, reused_prompt_tokens: long, "
     "retrieval_calls: long, seconds: double, cost_usd: double>, "
@@ -212,6 +215,10 @@ def answer_row(raw: dict[str, Any]) -> dict[str, Any]:
         "long_answer": raw.get("long_answer") or "",
         "interpretations": interpretations,
         "passage_ids": cited,
+        "conflicts": [{"question": c.get("question") or "", "answers": [
+            {"answer": a.get("answer") or "", "passage_ids": [str(p) for p in a.get("passage_ids") or []]}
+            for a in c.get("answers") or []]} for c in raw.get("conflicts") or []],
+        "conflict_note": raw.get("conflict_note") or "",
         "passages": [{k: str(p.get(k) or "") for k in ("id", "title", "text")} for p in raw.get("passages") or []],
         "trace": {k: trace.get(k, 0) for k in TRACE_FIELDS} | {k: trace.get(k) for k in PRICE_FIELDS},
         "extra": raw.get("extra") or "{}",
@@ -345,8 +352,12 @@ def prediction_of(row: dict[str, Any]) -> Any:
     """An answer row as the ``dspy.Prediction`` the program returned (its extra fields, a count..., included)."""
     import dspy
 
+    note = row.get("conflict_note")  # absent from (or NaN in) rows answered before the field existed
+    conflicts = row.get("conflicts")
     return dspy.Prediction(long_answer=row["long_answer"], interpretations=row["interpretations"],
-                           passages=row["passages"], trace=row["trace"], **json.loads(row["extra"]))
+                           conflicts=conflicts if isinstance(conflicts, list) else [],
+                           conflict_note=note if isinstance(note, str) else "", passages=row["passages"],
+                           trace=row["trace"], **json.loads(row["extra"]))
 
 
 def answer_examples(

@@ -1,7 +1,7 @@
 """Question and answer tables on disk for ``disambig batch``: JSONL, CSV or Parquet, chosen by the file suffix.
 
-Answer columns holding lists or objects (interpretations, cited passage ids, passages, trace) are nested in JSONL
-and Parquet and JSON-encoded strings in CSV; reading a CSV decodes them back.
+Answer columns holding lists or objects (interpretations, cited passage ids, conflicts, passages, trace) are nested in
+JSONL and Parquet and JSON-encoded strings in CSV; reading a CSV decodes them back.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from disambig.data.atomic import write_bytes, write_text
 from disambig.errors import ConfigurationError
 
 SUFFIXES = (".jsonl", ".csv", ".parquet")
-NESTED_COLUMNS = ("interpretations", "passage_ids", "passages", "trace")
+NESTED_COLUMNS = ("interpretations", "passage_ids", "conflicts", "passages", "trace")
 
 
 def table_format(path: Path) -> str:

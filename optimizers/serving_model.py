@@ -21,7 +21,8 @@ from mlflow.pyfunc import PythonModel
 
 from disambig.optimizers.serving_input import check_questions, record_inputs, request_records
 
-ANSWER_FIELDS = ("question", "long_answer", "interpretations", "passages", "trace", "error", "extra")
+ANSWER_FIELDS = ("question", "long_answer", "interpretations", "conflicts", "conflict_note", "passages", "trace",
+                 "error", "extra")
 
 
 class BadRequest(MlflowException, ValueError):
@@ -35,7 +36,10 @@ class BadRequest(MlflowException, ValueError):
 class CompiledProgram(PythonModel):
     """``predict`` takes questions (a list, or a DataFrame with a ``question`` column) and returns one answer per
     question: ``ANSWER_FIELDS``, where ``error`` is "" for an answered question and the exception otherwise (a failed
-    question never stops the others), and ``extra`` is the JSON of any other prediction field (a count, ...).
+    question never stops the others), ``conflicts`` the readings the passages answer differently (``[{question,
+    answers: [{answer, passage_ids}]}]``, empty when none or when the program finds none), ``conflict_note`` the
+    sentence about them that ends the long answer ("" when none), and ``extra`` is the JSON of any other prediction
+    field (a count, ...).
 
     A count program (``dfa``, its baselines) counts over chunks, so its rows also carry ``corpus`` (a chunk file on
     the server, e.g. a built SpiderQA folder's ``corpus.jsonl``) and ``scope`` (a database id in it): DataFrame
@@ -89,12 +93,13 @@ def _answer(program: Any, record: dict[str, Any]) -> dict[str, Any]:
         except Exception as exc:  # noqa: BLE001 - one bad question must not stop the batch; the error is kept
             error = f"{type(exc).__name__}: {exc}"
     if error:
-        return {"question": question, "long_answer": "", "interpretations": [], "passages": [],
-                "trace": asdict(attempt), "error": error, "extra": "{}"}
+        return {"question": question, "long_answer": "", "interpretations": [], "conflicts": [], "conflict_note": "",
+                "passages": [], "trace": asdict(attempt), "error": error, "extra": "{}"}
     values = {k: prediction[k] for k in prediction.keys()} if hasattr(prediction, "keys") else {}
     extra = {k: v for k, v in values.items() if k not in ANSWER_FIELDS}
     return {"question": question, "long_answer": str(values.get("long_answer") or ""),
             "interpretations": list(values.get("interpretations") or []),
+            "conflicts": list(values.get("conflicts") or []), "conflict_note": str(values.get("conflict_note") or ""),
             "passages": list(values.get("passages") or []), "trace": dict(values.get("trace") or {}),
             "error": "", "extra": json.dumps(extra, default=str, ensure_ascii=False)}
 

@@ -154,6 +154,8 @@ def _show(console: Console, question: str, prediction: object) -> None:
             cited = ", ".join(titles.get(pid, pid) for pid in item["passage_ids"])
             table.add_row(str(i), item["question"], item["answer"], cited)
         console.print(table)
+    if getattr(prediction, "conflicts", None):
+        _show_conflicts(console, prediction.conflicts, titles)
     trace = prediction.trace
     notes = trace.get("notes", {})
     if notes.get("pseudo_interpretations") and not interpretations:
@@ -176,6 +178,20 @@ def _show(console: Console, question: str, prediction: object) -> None:
         f"LM calls {trace['lm_calls']} · tokens in {trace['input_tokens']} / out {trace['output_tokens']} · "
         f"retrieval calls {trace['retrieval_calls']} · {trace['seconds']:.2f} s" + cut_note(trace) + cost_note(trace)
     )
+
+
+def _show_conflicts(console: Console, conflicts: list[dict], titles: dict[str, str]) -> None:
+    """The readings the passages answer differently: one row per answer, with the passages that give it."""
+    from rich.markup import escape
+
+    table = Table(title="Conflicts: the sources disagree")
+    for column in ("reading", "answer", "passages"):
+        table.add_column(column)
+    for conflict in conflicts:
+        for n, said in enumerate(conflict["answers"]):
+            cited = ", ".join(titles.get(pid, pid) for pid in said["passage_ids"])
+            table.add_row(escape(conflict["question"]) if n == 0 else "", escape(said["answer"]), escape(cited))
+    console.print(table)
 
 
 def cost_note(trace: dict) -> str:
