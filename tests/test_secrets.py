@@ -87,7 +87,7 @@ def test_no_file_a_run_writes_holds_the_api_key(tmp_path, server, bench_load, mo
         ["ask", "Who won prize number 3?", "--program", "closed-book", *remote],
         ["eval", "closed-book", "--dataset", str(dataset), "--limit", "4", "--cache", "--out", "runs/eval", *remote],
         ["compile", "closed-book", "--dataset", str(dataset), "--metric", "rouge-l", "--optimizer", "labeled-fewshot",
-         "--train", "3", "--val", "2", "--out", "artifacts", *remote],
+         "--train", "3", "--val", "2", "--out", "artifacts", "--register-anyway", *remote],  # served below, gain or not
         ["batch", "artifacts/closed-book/q/labeled-fewshot.json", "-i", str(dataset), "-o", "answers.jsonl", *remote],
     ]
     for n, args in enumerate(commands):
