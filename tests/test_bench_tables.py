@@ -121,19 +121,3 @@ def test_amd_table_names_a_compiled_expansion_after_its_retriever(tmp_path, benc
     assert "could not be parsed for 15 (searched with the query alone); reflection kept 0 of the 104" in text
     assert "ASQA retrieval set" in text and "poster" not in text.split("####")[1]
 
-
-def test_amd_reflection_keeps_every_raw_answer_of_a_cached_expansion(bench):
-    from disambig.programs.expanded_retrieval import Expansion
-
-    reflection = bench("amd_reflection")
-    made = Expansion("zebra", ("Which zebra?", "Why stripes?"), ("Plains zebra.",), ("zebra Which zebra? Plains zebra.",
-                     "zebra Why stripes?"), {"answers": ["Plains zebra is common.", "Stripes confuse flies."],
-                                             "kept": [True, False]})
-    open_ = reflection.unreflected(made)
-    assert open_.texts == ("Plains zebra is common.", "Stripes confuse flies.")
-    assert open_.fusion_queries == ("zebra Which zebra? Plains zebra is common.",
-                                    "zebra Why stripes? Stripes confuse flies.")
-    failed = Expansion("zebra", (), (), (), {"answers": [], "failures": ["socratic"]})
-    assert reflection.unreflected(failed) == failed
-    with pytest.raises(SystemExit, match="records no raw answers"):
-        reflection.unreflected(Expansion("zebra", ("Which zebra?",), (), (), {}))

@@ -5,8 +5,9 @@ request is answered at once.
 
 A stand-in app behind ``AdmissionLimit`` (one turn, no queue) and ``BodyLimit``, as ``disambig serve`` stacks them,
 in a uvicorn server on loopback in this process with ``disambig serve``'s protocol (``serving_sockets``) and a read
-timeout of 1 s. Before these defences (``bench/slow_clients.py`` on a real ``disambig serve``): six slow senders took
-every turn and place (a normal request got 503), and no attacking connection of any kind was closed within 15 s.
+timeout of 1 s. Before these defences (``bench/slow_clients.py``, retired at ``24f5541``, on a real ``disambig
+serve``): six slow senders took every turn and place (a normal request got 503), and no attacking connection of any
+kind was closed within 15 s.
 """
 
 from __future__ import annotations
