@@ -155,6 +155,20 @@ def paired_difference(program: Any, reference: Any, statistic: Statistic = mean_
     return PairedDifference(observed, low, high, n, _verdict(low, high, higher_is_better))
 
 
+def paired_metric(program: Mapping[str, Mapping[str, float]], reference: Mapping[str, Mapping[str, float]],
+                  metric: str, *, higher_is_better: bool = True) -> PairedDifference:
+    """``metric``'s difference between two runs on the question ids both hold, with its paired-bootstrap interval.
+
+    Args:
+        program: each question's scores by metric name, keyed by question id (a run's ``results.jsonl`` rows).
+        reference: the same for the reference run.
+        metric: a per-question metric (its mean) or a corpus metric (from its inputs' means; ``statistic_for``).
+        higher_is_better: False for an error metric (NACE).
+    """
+    names, statistic = statistic_for(metric, {name for scores in program.values() for name in scores})
+    return paired_difference(*paired_scores(program, reference, names), statistic, higher_is_better=higher_is_better)
+
+
 def format_difference(result: PairedDifference, digits: int = 3, scale: float = 1.0) -> str:
     """A table cell: ``+0.012 [-0.020, +0.045] tie``; ``scale`` = 100 shows a fraction in percentage points."""
 

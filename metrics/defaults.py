@@ -20,6 +20,8 @@ DEFAULT_METRICS: dict[str, list[str]] = {
 FALLBACK_METRICS = ["d-f1", "answer-f1"]
 PRIMARY_METRICS: dict[str, str] = {"asqa": "dr", "ambignq": "ambigqa-f1", "aggregation": "count-score",
                                    "beir": "ndcg@10"}
+LOWER_IS_BETTER = frozenset({"ace", "nace"})
+"""Error metrics: a lower value is the better one (a paired difference's "better" verdict is for a decrease)."""
 
 
 def default_metrics(kind: str, reader: bool = False) -> list[str]:

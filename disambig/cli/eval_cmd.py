@@ -110,11 +110,64 @@ def _batch_answers(engine: str, artifact: str, name: str, run: object, out_dir: 
 
 
 @user_errors
-def compare(reports: list[Path] = typer.Argument(..., help="Run folders or report.json files.")) -> None:
-    """Print the side-by-side table of several runs."""
+def compare(
+    reports: list[Path] = typer.Argument(..., help="Run folders or report.json files."),
+    reference: int = typer.Option(1, "--reference", "-r", min=1, help="Which run (1 = the first given) every "
+                                  "other is compared with in the Δ column."),
+    metric: str | None = typer.Option(None, "--metric", "-m", help="Metric of the Δ column (default: the reference "
+                                      "run's dataset's primary metric, e.g. dr on ASQA, else its first metric)."),
+) -> None:
+    """Print the side-by-side table of several runs, each with its difference to a reference run on one metric: the
+    95% paired-bootstrap interval over the questions both runs answered, and the verdict (better, worse or tie)."""
     from disambig.evaluation.report import read_report
 
-    wide_console().print(report_table([read_report(path) for path in reports]))
+    found = [read_report(path) for path in reports]
+    if reference > len(found):
+        raise ValueError(f"--reference {reference} names a run, but {len(found)} were given; pass 1 to {len(found)}")
+    scores = [question_scores(path) for path in reports]
+    chosen = metric or default_metric(found[reference - 1])
+    if metric and scores[reference - 1]:  # an unknown name is an error that lists the scored ones
+        from disambig.evaluation.paired import statistic_for
+
+        statistic_for(metric, {name for by_metric in scores[reference - 1].values() for name in by_metric})
+    column = [difference(scores[n], scores[reference - 1], chosen, n == reference - 1) for n in range(len(found))]
+    head = f"Δ {chosen} vs run {reference} [95% CI]"
+    wide_console().print(report_table(found, (head, column)))
+
+
+def question_scores(path: Path) -> dict[str, dict[str, float]]:
+    """Each question's scores by id from the run folder's ``results.jsonl`` (empty when there is none)."""
+    from disambig.data.jsonl import read_jsonl
+
+    rows = (path if path.is_dir() else path.parent) / "results.jsonl"
+    return {str(row["id"]): dict(row.get("scores") or {}) for _, row in read_jsonl(rows)} if rows.is_file() else {}
+
+
+def default_metric(report: dict) -> str:
+    """The primary metric of the report's dataset (``disambig.metrics.PRIMARY_METRICS``) when the run scored it,
+    else its first metric."""
+    from disambig.data.loaders import dataset_format
+    from disambig.metrics.defaults import PRIMARY_METRICS
+
+    primary = PRIMARY_METRICS.get(dataset_format(str(report.get("params", {}).get("dataset", ""))) or "")
+    names = list(report["metrics"])
+    return primary if primary in names or not names else names[0]
+
+
+def difference(scores: dict, reference: dict, metric: str, itself: bool) -> str:
+    """A Δ cell: "reference" for the reference run, "-" when the two share no scored question (or the metric is not
+    scored), else ``+0.012 [-0.020, +0.045] tie`` (with "on N" when fewer questions than the run holds)."""
+    from disambig.evaluation.paired import format_difference, paired_metric
+    from disambig.metrics.defaults import LOWER_IS_BETTER
+
+    if itself:
+        return "reference"
+    try:
+        result = paired_metric(scores, reference, metric, higher_is_better=metric not in LOWER_IS_BETTER)
+    except ValueError:  # no shared question, or the metric (or a corpus metric's inputs) not scored
+        return "-"
+    cell = format_difference(result)
+    return cell if result.n == len(scores) else f"{cell} on {result.n}"
 
 
 def eval_workers(settings: object) -> int:
@@ -136,8 +189,9 @@ def wide_console() -> Console:
     return console if console.is_terminal else Console(width=200)
 
 
-def report_table(reports: list[dict]) -> Table:
-    """Rows are runs; columns are every metric any run has, then cost and latency."""
+def report_table(reports: list[dict], delta: tuple[str, list[str]] | None = None) -> Table:
+    """Rows are runs; columns are every metric any run has, then ``delta`` (a header and one cell a run), then cost
+    and latency."""
     from disambig.evaluation.plot import run_label
 
     metric_names = sorted({name for r in reports for name in r["metrics"]})
@@ -145,13 +199,14 @@ def report_table(reports: list[dict]) -> Table:
     if any("cost_usd_per_q" in r.get("efficiency", {}) for r in reports):
         cost.append("cost_usd_per_q")
     table = Table(title="Evaluation")
-    for column in ["run", "n", "fail", *metric_names, *cost]:
+    for column in ["run", "n", "fail", *metric_names, *([delta[0]] if delta else []), *cost]:
         table.add_column(column, justify="left" if column == "run" else "right")
-    for r in reports:
+    for n, r in enumerate(reports):
         eff = r.get("efficiency", {})
         table.add_row(
-            run_label(r), str(r["questions"]), str(r["failures"]),
+            f"{n + 1}. {run_label(r)}" if delta else run_label(r), str(r["questions"]), str(r["failures"]),
             *[f"{r['metrics'][m]:.3f}" if m in r["metrics"] else "-" for m in metric_names],
+            *([delta[1][n]] if delta else []),
             *[(f"{eff[c]:.3g}" if c.startswith("cost") else f"{eff[c]:.1f}") if c in eff else "-" for c in cost],
         )
     return table
