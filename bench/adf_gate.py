@@ -24,8 +24,8 @@ def statistics(examples: list[Any], retriever: Any, depth: int, cache: dict[str,
     """Each question's Coherence over its top-``depth`` passages (cached by question id)."""
     import numpy as np
 
-    from disambig.programs.adf import passage_text
-    from disambig.programs.adf_geometry import Coherence, coherence
+    from disambig.programs.adf.geometry import Coherence, coherence
+    from disambig.programs.adf.program import passage_text
 
     vectors: dict[str, np.ndarray] = {}
     todo = [ex for ex in examples if ex.id not in cache]
@@ -44,7 +44,7 @@ def statistics(examples: list[Any], retriever: Any, depth: int, cache: dict[str,
 
 def gates() -> dict[str, Any]:
     """The gates compared: name -> (unfitted gate, whether it is fitted on train)."""
-    from disambig.programs.adf_gate import AmbiguityGate
+    from disambig.programs.adf.gate import AmbiguityGate
 
     return {
         "paper (variance >= 0.25 or separation >= 0.1)": (AmbiguityGate(0.25, 0.1), False),
@@ -59,7 +59,7 @@ def gates() -> dict[str, Any]:
 
 
 def evaluate(train: list[Any], y_train: list[bool], dev: list[Any], y_dev: list[bool]) -> list[dict[str, Any]]:
-    from disambig.programs.adf_gate import gate_metrics
+    from disambig.programs.adf.gate import gate_metrics
 
     rows = []
     for name, (gate, fit) in gates().items():
@@ -82,7 +82,7 @@ def logistic(train: list[Any], y_train: list[bool], dev: list[Any], y_dev: list[
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
 
-    from disambig.programs.adf_gate import gate_metrics
+    from disambig.programs.adf.gate import gate_metrics
 
     def features(stats: list[Any]) -> np.ndarray:
         return np.array([[s.variance, s.mean_distance, s.separation] for s in stats])
@@ -168,7 +168,7 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 
     from disambig.data import load_dataset
-    from disambig.programs.adf_gate import is_ambiguous
+    from disambig.programs.adf.gate import is_ambiguous
     from disambig.retrieval import build_retriever
 
     retriever = build_retriever(args.retriever, corpus=args.corpus)

@@ -67,7 +67,7 @@ def aggregate(case: dict[str, Any], mode: str, embedder: Any, options: dict[str,
     count, errors against gold."""
     from disambig.lm.usage import measured
     from disambig.metrics.aggregation import ace, nace
-    from disambig.programs.dfa import DFA, Costs, QueryForm, scope_chunks
+    from disambig.programs.dfa.program import DFA, Costs, QueryForm, scope_chunks
 
     program = DFA(embedder=embedder, **{**options, **MODES[mode]})
     chunks = {c["id"]: c for c in scope_chunks(case["corpus"], case["scope"])}

@@ -44,7 +44,7 @@ def measure(args: argparse.Namespace) -> dict:
     from disambig.evaluation.code_version import code_stamp
     from disambig.optimizers.route_data import matrix, observe_all
     from disambig.optimizers.route_fit import fit_detector
-    from disambig.programs.adf_gate import is_ambiguous
+    from disambig.programs.adf.gate import is_ambiguous
     from disambig.programs.route.features import FEATURES, embedding_names
     from disambig.retrieval import build_retriever
     from disambig.settings import load_settings
@@ -115,7 +115,7 @@ def diva_typing(run: Path, dev: dict) -> dict[str, dict]:
     from sklearn.metrics import roc_auc_score
 
     from disambig.data.jsonl import read_jsonl
-    from disambig.programs.adf_gate import is_ambiguous
+    from disambig.programs.adf.gate import is_ambiguous
 
     rows = [row for _, row in read_jsonl(run / "results.jsonl") if str(row["id"]) in dev]
     notes = [(row.get("trace") or {}).get("notes") or {} for row in rows]

@@ -65,7 +65,7 @@ def feedback_fields(pairs: list[Disambiguation], passages: list[Passage]) -> dic
     The first cited pair is used (``cited_pairs`` keeps only pairs whose answer the passage states, the case the
     step's prompt asks to answer rather than abstain on); no pair gives no fields.
     """
-    from disambig.programs.verdict import passage_text
+    from disambig.programs.verdict.program import passage_text
 
     if not pairs:
         return {}

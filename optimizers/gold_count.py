@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from disambig.data.spiderqa import load_scope
-from disambig.programs.dfa_filter import chunk_text
+from disambig.programs.dfa.filter import chunk_text
 from disambig.signatures.dfa import JudgedEntity
 
 MAX_ITEMS = 3

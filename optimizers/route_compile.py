@@ -181,7 +181,7 @@ def train_detector(retriever: Any, examples: list[Any], progress: Progress | Non
     """The ambiguity detector, fitted on ``examples`` (AmbigNQ's train split): on the retrieval features, or on those
     and the question embedding when that cross-validates better on the train split."""
     from disambig.optimizers.route_fit import fit_detector
-    from disambig.programs.adf_gate import is_ambiguous
+    from disambig.programs.adf.gate import is_ambiguous
     from disambig.programs.route.features import FEATURES, embedding_names
 
     obs = observe_all([ex.question for ex in examples], retriever, _step(progress, "detector features"))

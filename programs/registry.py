@@ -25,17 +25,17 @@ class ProgramInfo:
 
 PROGRAMS: dict[str, ProgramInfo] = {
     "closed-book": ProgramInfo(
-        "disambig.programs.closed_book:ClosedBook", "one LM call, no retrieval (DIVA's closed-book baseline)", False
+        "disambig.programs.baselines:ClosedBook", "one LM call, no retrieval (DIVA's closed-book baseline)", False
     ),
     "vanilla-rag": ProgramInfo(
-        "disambig.programs.vanilla_rag:VanillaRAG", "top-5 passages, extract readings, consolidate (RAC)", True
+        "disambig.programs.baselines:VanillaRAG", "top-5 passages, extract readings, consolidate (RAC)", True
     ),
     "iterative-rag": ProgramInfo(
-        "disambig.programs.iterative_rag:IterativeRAG",
+        "disambig.programs.baselines:IterativeRAG",
         "tree of clarifications: readings become the next level's queries (depth 3, 10 nodes)", True,
     ),
     "per-reading-rag": ProgramInfo(
-        "disambig.programs.per_reading_rag:PerReadingRAG",
+        "disambig.programs.baselines:PerReadingRAG",
         "pseudo-interpretations, one corpus retrieval per reading, round-robin top-5, RAC (no pruning, no "
         "verification)", True,
     ),
@@ -55,12 +55,12 @@ PROGRAMS: dict[str, ProgramInfo] = {
         "HDBSCAN medoids citing their passage, long answer over them", True,
     ),
     "rac-top20": ProgramInfo(
-        "disambig.programs.rac_top20:RACTop20",
+        "disambig.programs.baselines:RACTop20",
         "VerDICt's RAC baseline: relaxed query, top-20 passages, readings and answers in one extraction call, long "
         "answer", True,
     ),
     "dtv-pseudo": ProgramInfo(
-        "disambig.programs.dtv_pseudo:DtVPseudo",
+        "disambig.programs.baselines:DtVPseudo",
         "VerDICt's 'DtV - verification' baseline: DIVA's pseudo-interpretations themselves (no retrieval), answered "
         "closed-book; DtV itself is diva", False,
     ),
@@ -75,20 +75,20 @@ PROGRAMS: dict[str, ProgramInfo] = {
         "batch judging and entity de-duplication; counts over an aggregation dataset's chunk scope", False,
     ),
     "llm-only-count": ProgramInfo(
-        "disambig.programs.count_baselines:LLMOnlyCount", "DFA's LLM-only baseline: the count in one call, no chunks",
+        "disambig.programs.baselines:LLMOnlyCount", "DFA's LLM-only baseline: the count in one call, no chunks",
         False,
     ),
     "naive-rag-count": ProgramInfo(
-        "disambig.programs.count_baselines:NaiveRAGCount",
+        "disambig.programs.baselines:NaiveRAGCount",
         "DFA's Naive RAG baseline: top-k chunks of the scope by embedding cosine (knob k: 5/10/20/50), one count call",
         False,
     ),
     "map-count": ProgramInfo(
-        "disambig.programs.count_baselines:MapCount",
+        "disambig.programs.baselines:MapCount",
         "eq. 2 by brute force: one judge call per chunk of the whole scope, entities unioned and counted", False,
     ),
     "amd": ProgramInfo(
-        "disambig.programs.expanded_retrieval:ExpansionSearch",
+        "disambig.programs.amd:ExpansionSearch",
         "AMD's query expansion as a program over its retriever (amd-sparse, amd-dense, amd-rrf, q2d-..., genqr-...): "
         "ranked passages to compile its prompts against nDCG@10 / recall@K on a BEIR folder", True, "amd-sparse",
     ),

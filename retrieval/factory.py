@@ -21,7 +21,7 @@ EXPANDED_KINDS = ("amd-sparse", "amd-dense", "amd-rrf", "q2d-sparse", "q2d-dense
                   "genqr-ensemble", "genqr-fusion")
 """Query-expansion kinds: an LM program expands the query before BM25 or dense search. They are built by
 ``EXPANSION_BUILDER`` (programs sit above retrieval, so it is imported by name, only when one is asked for)."""
-EXPANSION_BUILDER = "disambig.programs.expanded_retrieval"
+EXPANSION_BUILDER = "disambig.programs.amd.expanded_retrieval"
 KINDS = ("bm25", "dense", "hybrid", *EXPANDED_KINDS)
 INDEX_KINDS = ("bm25", "dense")
 CACHEABLE_KINDS = ("bm25", "dense", "hybrid")
@@ -187,7 +187,7 @@ def build_retriever(kind: str, corpus: str = "wiki-slice", settings: Any = None,
         k1, b: BM25 parameters (search time; the index does not depend on them).
         rrf_k, weights, depth: hybrid fusion constant, ``(bm25, dense)`` list weights, and passages per list.
         **expansion: options of the query-expansion kinds (temperature, state, cache, knobs; see
-            ``disambig.programs.expanded_retrieval.build_expanded``).
+            ``disambig.programs.amd.expanded_retrieval.build_expanded``).
     """
     _check_kind(kind, KINDS)
     _check_params(k1, b, rrf_k, weights, depth)

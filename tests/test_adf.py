@@ -13,7 +13,7 @@ from program_fakes import scripted_lm
 from disambig.evaluation.runner import answer_one
 from disambig.lm.adapter import CompactJSONAdapter
 from disambig.programs import build_program
-from disambig.programs.adf import ADF
+from disambig.programs.adf.program import ADF
 from disambig.retrieval.passage import Passage
 
 QUESTION = "Who has the most goals?"
@@ -237,7 +237,7 @@ def test_the_synthesis_keeps_the_lms_cap_unless_given():
 
 
 def test_readings_without_intents_keep_the_concise_answer_for_the_question():
-    from disambig.programs.adf import interpretations
+    from disambig.programs.adf.program import interpretations
 
     subs = ["Who scored most for men?", "Who scored most for women?"]
     found = interpretations(QUESTION, subs, [], "Christine Sinclair", {})

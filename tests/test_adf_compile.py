@@ -14,7 +14,7 @@ from disambig.optimizers.gold import with_gold_fields
 from disambig.optimizers.loading import load
 from disambig.optimizers.recipes import Budget
 from disambig.optimizers.session import search_knobs
-from disambig.programs.adf import ADF
+from disambig.programs.adf.program import ADF
 
 SPREAD, TIGHT = corpus({"Men": 5, "Women": 5}), corpus({"Men": 10})
 

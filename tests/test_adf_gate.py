@@ -8,8 +8,8 @@ import dspy
 import numpy as np
 import pytest
 
-from disambig.programs.adf_gate import AmbiguityGate, gate_metrics, is_ambiguous
-from disambig.programs.adf_geometry import Coherence
+from disambig.programs.adf.gate import AmbiguityGate, gate_metrics, is_ambiguous
+from disambig.programs.adf.geometry import Coherence
 
 # Toy set: every question is dispersed (variance 0.5 >= the paper's 0.25), so the paper's gate decomposes all
 # of them (accuracy 3/6); the ambiguous ones are the separated ones (0.30, 0.35, 0.40 vs 0.02, 0.05, 0.08).

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from disambig.programs.adf_geometry import (
+from disambig.programs.adf.geometry import (
     Coherence,
     adaptive_k,
     classify,

@@ -10,8 +10,7 @@ from program_fakes import scripted_lm
 from retrieval_fakes import VocabEmbedder
 
 from disambig.lm.adapter import CompactJSONAdapter
-from disambig.programs.amd import AMD, SUB_QUESTION_KINDS
-from disambig.programs.expanded_retrieval import (
+from disambig.programs.amd.expanded_retrieval import (
     DenseExpansion,
     Expansion,
     FusionExpansion,
@@ -19,6 +18,7 @@ from disambig.programs.expanded_retrieval import (
     mixed_vector,
     sparse_query,
 )
+from disambig.programs.amd.program import AMD, SUB_QUESTION_KINDS
 from disambig.retrieval.passage import Passage
 from disambig.signatures import DialogicAnswer, ReflectiveFeedback, SocraticQuestions
 

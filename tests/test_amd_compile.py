@@ -16,7 +16,7 @@ from disambig.lm.adapter import CompactJSONAdapter
 from disambig.metrics.ranking import ranking_scores
 from disambig.optimizers.compile import CompileJob, compile_program
 from disambig.optimizers.recipes import Budget
-from disambig.programs.expanded_retrieval import ExpansionSearch
+from disambig.programs.amd.expanded_retrieval import ExpansionSearch
 from disambig.retrieval import build_retriever
 
 # Each query's sub-questions and answers name the animal its relevant passage is about, so BM25 over the expansion
@@ -123,6 +123,6 @@ def test_compile_amd_against_ndcg_through_the_command_line(beir_splits, monkeypa
 def test_amd_is_registered_with_its_expansion_retriever_by_default():
     from disambig.programs import PROGRAMS, retriever_kind
 
-    assert PROGRAMS["amd"].target.endswith("expanded_retrieval:ExpansionSearch")
+    assert PROGRAMS["amd"].target == "disambig.programs.amd:ExpansionSearch"
     assert retriever_kind("amd") == "amd-sparse" and retriever_kind("amd", "amd-rrf") == "amd-rrf"
     assert retriever_kind("diva") == "hybrid" and retriever_kind("dfa") == ""

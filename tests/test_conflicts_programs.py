@@ -11,8 +11,8 @@ from program_fakes import FakeEmbedder, FakeRetriever, configure_scripted, scrip
 
 from disambig.lm.adapter import CompactJSONAdapter
 from disambig.programs import build_program
-from disambig.programs.consolidate import Consolidation
-from disambig.programs.verdict import Feedback, cluster_claims
+from disambig.programs.verdict.consolidate import Consolidation
+from disambig.programs.verdict.program import Feedback, cluster_claims
 from disambig.retrieval.passage import Passage
 
 QUESTION = "Who has the most goals in world football?"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from disambig.programs.consolidate import consolidate, cosine_distances, medoid
+from disambig.programs.verdict.consolidate import consolidate, cosine_distances, medoid
 
 DIM = 64
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from program_fakes import FakeEmbedder, scripted_lm
 
-from disambig.programs.dfa_batching import Cluster, greedy_batches, split_cluster
-from disambig.programs.dfa_dedup import Found, canonical, deduplicate
-from disambig.programs.dfa_filter import FilterState, exact_match, fuzzy_match, partial_ratio
+from disambig.programs.dfa.batching import Cluster, greedy_batches, split_cluster
+from disambig.programs.dfa.dedup import Found, canonical, deduplicate
+from disambig.programs.dfa.filter import FilterState, exact_match, fuzzy_match, partial_ratio
 
 E1, E2 = np.array([1.0, 0.0]), np.array([0.0, 1.0])
 

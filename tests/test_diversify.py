@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from disambig.programs.diversify import grade, mean_relevance, prune, union_top_k
+from disambig.programs.diva.diversify import grade, mean_relevance, prune, union_top_k
 
 # Two pseudo-interpretations (rows) against four candidate passages (columns).
 SIM = np.array([

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from disambig.errors import ConfigurationError
 from disambig.programs import build_program
-from disambig.programs.expanded_retrieval import EXPANDED_KINDS, SparseExpansion, make_expander
-from disambig.programs.expansion import GenQR, QueryToChainOfThought, QueryToDocument
+from disambig.programs.amd.expanded_retrieval import EXPANDED_KINDS, SparseExpansion, make_expander
+from disambig.programs.amd.expansion import GenQR, QueryToChainOfThought, QueryToDocument
 from disambig.retrieval import build_retriever, factory
 from disambig.signatures.expansion import EXPANSION_INSTRUCTIONS
 

@@ -188,7 +188,7 @@ def test_diva_verifications():
 def test_amd_answers_and_reflections():
     from test_amd import QUERY, amd_rules
 
-    from disambig.programs.amd import AMD
+    from disambig.programs.amd.program import AMD
 
     program = AMD()
     serial, parallel, one, four = run_both(lambda: amd_rules(keep=lambda user: "zebras" not in user),
@@ -198,7 +198,7 @@ def test_amd_answers_and_reflections():
 
 
 def test_genqr_phrasings():
-    from disambig.programs.expansion import GenQR
+    from disambig.programs.amd.expansion import GenQR
 
     program = GenQR(instructions=4)
     rules = {"": lambda user: {"keywords": ["stripes", user[-12:]]}}

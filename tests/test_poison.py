@@ -166,7 +166,7 @@ def test_the_plain_framing_shows_the_numbered_lines_of_before_the_defence():
 
 
 def test_verdicts_one_document_prompt_is_framed_too():
-    from disambig.programs.verdict import passage_text
+    from disambig.programs.verdict.program import passage_text
 
     assert passage_text(Passage("a", "T", "x")) == f"{UNTRUSTED_NOTE}\n<passage>T | x</passage>"
 

@@ -239,7 +239,7 @@ def test_without_log_probabilities_the_label_is_the_probability():
 
 @pytest.mark.parametrize("knob", ["useful_threshold", "partial_threshold"])
 def test_thresholds_are_tunable_knobs_and_checked(knob):
-    from disambig.programs.diva import DIVA
+    from disambig.programs.diva.program import DIVA
 
     assert knob in DIVA.KNOBS and not DIVA.KNOBS[knob].is_int
     with pytest.raises(ValueError, match=knob):

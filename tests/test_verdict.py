@@ -12,7 +12,7 @@ from program_fakes import FakeEmbedder, scripted_lm
 
 from disambig.lm.adapter import CompactJSONAdapter
 from disambig.programs import build_program
-from disambig.programs.verdict import VerDICt, serialised, stated
+from disambig.programs.verdict.program import VerDICt, serialised, stated
 from disambig.retrieval.passage import Passage
 
 QUESTION = "Who has the most goals in football?"

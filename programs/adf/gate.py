@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from disambig.programs.adf_geometry import Coherence, Dispersion, State, check_dispersion, classify
+from disambig.programs.adf.geometry import Coherence, Dispersion, State, check_dispersion, classify
 
 Uncertain = Literal["decompose", "answer"]
 Objective = Literal["accuracy", "f1", "balanced_accuracy"]

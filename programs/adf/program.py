@@ -23,8 +23,8 @@ import dspy
 import numpy as np
 
 from disambig.lm.usage import Trace, measured
-from disambig.programs.adf_gate import AmbiguityGate, is_ambiguous
-from disambig.programs.adf_geometry import (
+from disambig.programs.adf.gate import AmbiguityGate, is_ambiguous
+from disambig.programs.adf.geometry import (
     N_INIT,
     SEED,
     adaptive_k,
@@ -35,9 +35,9 @@ from disambig.programs.adf_geometry import (
     max_score_merge,
 )
 from disambig.programs.context import format_passages
-from disambig.programs.diva import embedder_of
 from disambig.programs.interpret import distinct
 from disambig.programs.knobs import Knob
+from disambig.programs.rerank import embedder_of
 from disambig.programs.result import Interpretation, make_prediction
 from disambig.signatures import ClusterSubQuestion, DistinguishingPassage, EntityPassage, MultiIntentSynthesis
 

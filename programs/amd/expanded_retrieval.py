@@ -28,8 +28,8 @@ import dspy
 from disambig.errors import ConfigurationError
 from disambig.lm.usage import measured
 from disambig.paths import expanded
-from disambig.programs.amd import AMD
-from disambig.programs.expansion import POSTER_TEMPERATURE, GenQR, QueryToChainOfThought, QueryToDocument
+from disambig.programs.amd.expansion import POSTER_TEMPERATURE, GenQR, QueryToChainOfThought, QueryToDocument
+from disambig.programs.amd.program import AMD
 from disambig.retrieval.base import BatchRetriever, check_query
 from disambig.retrieval.fusion import RRF_K, rrf
 from disambig.retrieval.passage import Passage
@@ -54,7 +54,7 @@ EXPANDED_KINDS: dict[str, tuple[str, str]] = {
 
 @dataclass(frozen=True)
 class Expansion:
-    """What an expansion program gave for one query (see ``disambig.programs.expansion``)."""
+    """What an expansion program gave for one query (see ``disambig.programs.amd.expansion``)."""
 
     query: str
     sub_questions: tuple[str, ...] = ()

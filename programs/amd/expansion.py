@@ -4,7 +4,7 @@
 Every expansion program maps ``query`` to ``dspy.Prediction(sub_questions, texts, fusion_queries, notes)``:
 ``texts`` are the generated texts a sparse expansion appends and a dense expansion embeds, ``fusion_queries``
 the queries whose rankings a fusion retriever fuses, ``notes`` what happened (failures, discarded answers). The
-retrievers that search with them are in ``disambig.programs.expanded_retrieval``.
+retrievers that search with them are in ``disambig.programs.amd.expanded_retrieval``.
 
 Seed: AMD (003), section 4 (baselines). A step whose reply cannot be parsed counts as giving nothing (noted), so
 the search falls back to the query itself rather than failing.

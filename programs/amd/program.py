@@ -1,7 +1,7 @@
 """AMD: agent-mediated dialogic query expansion (Socratic questions, dialogic answers, reflective feedback).
 
 Seed: AMD (003, a one-page poster), sections 2-3. The expansion feeds sparse, dense and RRF retrieval
-(``disambig.programs.expanded_retrieval``). The three answers are independent of each other, and so are the three
+(``disambig.programs.amd.expanded_retrieval``). The three answers are independent of each other, and so are the three
 reflections: each set runs at once on a remote LM (``--parallel-calls``, ``disambig.lm.parallel``).
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dspy
 
-from disambig.programs.expansion import POSTER_TEMPERATURE, attempt, decoding, each, expansion, joined, kept
+from disambig.programs.amd.expansion import POSTER_TEMPERATURE, attempt, decoding, each, expansion, joined, kept
 from disambig.signatures.amd import DialogicAnswer, ReflectiveFeedback, SocraticQuestions
 
 SUB_QUESTION_KINDS = ("clarification", "assumption_probing", "implication_probing")
@@ -19,7 +19,7 @@ SUB_QUESTION_KINDS = ("clarification", "assumption_probing", "implication_probin
 class AMD(dspy.Module):
     """Interrogate, answer, refine: three sub-questions, one answer each, then keep-or-discard with a refinement.
 
-    ``forward(query)`` returns the expansion prediction (see ``disambig.programs.expansion``): the sub-questions,
+    ``forward(query)`` returns the expansion prediction (see ``disambig.programs.amd.expansion``): the sub-questions,
     the refined answers that survive reflection (the poster's set S) as ``texts``, and one fusion query per
     sub-question, ``query + sub-question + its refined answer`` (the answer left out when discarded). The poster
     does not say what each per-sub-question ranking searches with; the original query is kept in each so that a

@@ -4,7 +4,7 @@ Seed: DFA (004) §6.1, A.4 and A.7.1. LLM-only "directly prompts LLM without ret
 top-k retrieval combined with chunk-based RAG prompting" with a vector retriever and k in {5, 10, 20, 50} (eq. 3);
 map-count is ours: eq. 2 taken literally, one judge call per chunk of the whole scope and a union of the
 entities, exact but as costly as the scope is large — the completeness ceiling DFA's filtering tries to reach
-cheaply. Every one returns the count prediction of ``programs/dfa.py`` (``count``, ``entities``,
+cheaply. Every one returns the count prediction of ``programs/dfa/program.py`` (``count``, ``entities``,
 ``retained_chunk_ids``) and counts its LM calls per stage in ``trace.notes``.
 """
 
@@ -15,9 +15,9 @@ from typing import Any
 import dspy
 
 from disambig.lm.usage import measured
-from disambig.programs.dfa import Costs, at_once, call, scope_chunks
-from disambig.programs.dfa_dedup import Found, deduplicate
-from disambig.programs.dfa_filter import chunk_text
+from disambig.programs.dfa.dedup import Found, deduplicate
+from disambig.programs.dfa.filter import chunk_text
+from disambig.programs.dfa.program import Costs, at_once, call, scope_chunks
 from disambig.programs.knobs import Knob
 from disambig.programs.result import Interpretation, make_prediction
 from disambig.signatures.dfa import CountClosedBook, CountFromPassages, JudgeBatch

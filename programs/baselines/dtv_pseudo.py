@@ -19,7 +19,7 @@ from disambig.lm.usage import measured
 from disambig.programs.interpret import PseudoInterpreter
 from disambig.programs.knobs import Knob
 from disambig.programs.result import Interpretation, make_prediction
-from disambig.programs.verdict import check_choice, cost, listed
+from disambig.programs.verdict.program import check_choice, cost, listed
 from disambig.signatures import AnswerReadings
 
 

@@ -18,7 +18,15 @@ from disambig.programs.conflicts import find_conflicts
 from disambig.programs.knobs import Knob
 from disambig.programs.rac import RAC, distinct
 from disambig.programs.result import make_prediction
-from disambig.programs.verdict import RELAX_DEMOS, LongAnswer, check_choice, cost, listed, relaxed_query, with_demos
+from disambig.programs.verdict.program import (
+    RELAX_DEMOS,
+    LongAnswer,
+    check_choice,
+    cost,
+    listed,
+    relaxed_query,
+    with_demos,
+)
 from disambig.signatures import RelaxQuery
 
 

@@ -27,9 +27,9 @@ from dspy.utils.exceptions import AdapterParseError
 
 from disambig.lm.parallel import ordered_map
 from disambig.lm.usage import measured
-from disambig.programs.dfa_batching import chunk_features, cluster_chunks, estimate_tokens, greedy_batches
-from disambig.programs.dfa_dedup import Found, deduplicate
-from disambig.programs.dfa_filter import TOOL_MANUAL, FilterState, chunk_lines, chunk_text, samples
+from disambig.programs.dfa.batching import chunk_features, cluster_chunks, estimate_tokens, greedy_batches
+from disambig.programs.dfa.dedup import Found, deduplicate
+from disambig.programs.dfa.filter import TOOL_MANUAL, FilterState, chunk_lines, chunk_text, samples
 from disambig.programs.knobs import Knob
 from disambig.programs.result import Interpretation, make_prediction
 from disambig.signatures.dfa import (
@@ -312,7 +312,7 @@ class DFA(dspy.Module):
         texts = [chunk_text(c) for c in candidates]
         tokens = [estimate_tokens(t) for t in texts]
         if len(candidates) == 1:
-            from disambig.programs.dfa_batching import Batch
+            from disambig.programs.dfa.batching import Batch
 
             return [Batch([candidates[0]["id"]], None, tokens[0])]
         vectors = chunk_features(texts, self._embedder(), self.features)

@@ -27,7 +27,7 @@ from disambig.lm.usage import measured
 from disambig.lm.verifier import using_verifier
 from disambig.lm.yes_probability import logprob_config, yes_probability
 from disambig.programs.context import format_passages
-from disambig.programs.diversify import grade, prune, union_top_k
+from disambig.programs.diva.diversify import grade, prune, union_top_k
 from disambig.programs.interpret import PseudoInterpreter, Readings
 from disambig.programs.knobs import Knob
 from disambig.programs.rac import RAC

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from disambig.errors import ConfigurationError
-from disambig.programs.adf_geometry import coherence
+from disambig.programs.adf.geometry import coherence
 from disambig.retrieval.passage import Passage
 
 DEPTH = 20  # hits taken from each first-stage list

@@ -31,12 +31,12 @@ from disambig.data.text import normalize
 from disambig.lm.parallel import call_workers, ordered_map, serialised
 from disambig.lm.usage import Trace, measured
 from disambig.programs.conflicts import find_conflicts
-from disambig.programs.consolidate import Consolidation, consolidate
 from disambig.programs.context import format_passage, format_passages
-from disambig.programs.diva import embedder_of
 from disambig.programs.knobs import Knob
+from disambig.programs.rerank import embedder_of
 from disambig.programs.result import Interpretation, make_prediction
 from disambig.programs.seed_demos import MEN, QUESTION, predict
+from disambig.programs.verdict.consolidate import Consolidation, consolidate
 from disambig.signatures import ConsolidateAnswer, Disambiguation, ExecutionFeedback, RelaxQuery
 
 __all__ = ["VerDICt", "Feedback", "serialised", "stated"]
