@@ -20,6 +20,7 @@ from disambig.optimizers.serving_admission import DEFAULT_MAX_CONCURRENT, DEFAUL
 from disambig.optimizers.serving_connections import DEFAULT_MAX_CONNECTIONS, MAX_CONNECTIONS_ENV
 from disambig.optimizers.serving_drain import drain
 from disambig.optimizers.serving_errors import HideStackTraces
+from disambig.optimizers.serving_ping import PingLM
 from disambig.optimizers.serving_protocol import DEFAULT_READ_TIMEOUT, READ_TIMEOUT_ENV
 from disambig.optimizers.serving_write import DEFAULT_WRITE_TIMEOUT, WRITE_TIMEOUT_ENV
 
@@ -116,15 +117,17 @@ class BodyLimit:
 
 def create_app() -> BodyLimit:
     """MLflow's scoring app for the model folder in ``DISAMBIG_SERVE_MODEL_PATH`` (its error replies without stack
-    traces, ``serving_errors``), behind ``AdmissionLimit`` with the limits in ``DISAMBIG_SERVE_MAX_CONCURRENT`` and
-    ``DISAMBIG_SERVE_MAX_QUEUE``, behind ``BodyLimit`` with the limit in ``DISAMBIG_MAX_REQUEST_BYTES`` and the
-    deadline in ``DISAMBIG_SERVE_READ_TIMEOUT``: a body is read in full before the request takes a place, and a
-    refused request's body is never parsed."""
+    traces, ``serving_errors``; its ``/ping`` naming the LM of ``DISAMBIG_LM``, ``serving_ping``), behind
+    ``AdmissionLimit`` with the limits in ``DISAMBIG_SERVE_MAX_CONCURRENT`` and ``DISAMBIG_SERVE_MAX_QUEUE``, behind
+    ``BodyLimit`` with the limit in ``DISAMBIG_MAX_REQUEST_BYTES`` and the deadline in ``DISAMBIG_SERVE_READ_TIMEOUT``:
+    a body is read in full before the request takes a place, and a refused request's body is never parsed."""
     from mlflow.pyfunc import scoring_server
+
+    from disambig.settings import load_settings
 
     model = scoring_server.load_model_with_mlflow_config(os.environ[MODEL_PATH_ENV])
     max_bytes = int(os.environ.get(MAX_BYTES_ENV, DEFAULT_MAX_BYTES))
-    admitted = AdmissionLimit(HideStackTraces(scoring_server.init(model)),
+    admitted = AdmissionLimit(HideStackTraces(PingLM(scoring_server.init(model), load_settings().lm)),
                               int(os.environ.get(MAX_CONCURRENT_ENV, DEFAULT_MAX_CONCURRENT)),
                               int(os.environ.get(MAX_QUEUE_ENV, DEFAULT_MAX_QUEUE)), max_bytes * DRAIN_FACTOR)
     return BodyLimit(admitted, max_bytes, read_seconds=float(os.environ.get(READ_TIMEOUT_ENV, DEFAULT_READ_TIMEOUT)))

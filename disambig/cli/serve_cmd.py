@@ -21,6 +21,7 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host"),
     port: int = typer.Option(5001, "--port", min=1, max=65535),
     tracking_uri: str | None = options.TRACKING_URI,
+    lm: str | None = options.LM,
     api_base: str | None = options.API_BASE,
     parallel_calls: int | None = options.PARALLEL_CALLS,
     passage_framing: str | None = options.PASSAGE_FRAMING,
@@ -63,27 +64,42 @@ def serve(
     place of the one still sending its request, idle, or not reading its answer for the longest (closed with no
     reply); only when every place holds a request being answered or waiting is the new one refused with HTTP 503.
 
+    The program answers with --lm (or DISAMBIG_LM), else the LM its manifest records when that is available here (an
+    embedded model or GGUF file this machine has, or a remote LiteLLM string, used as it is), else the embedded
+    default; the startup line says which and why, and GET /ping answers {"status": "ok", "lm": SPEC}.
+
     The server runs as its own process group: stopping this command (SIGTERM, SIGINT, SIGHUP) stops the server and
     its workers with it.
     """
     from disambig.evaluation.tracking import tracking_uri as resolve_uri
+    from disambig.lm import parse_spec
     from disambig.lm.runtime import check_remote_lm
     from disambig.lm.server import check_port
     from disambig.optimizers.serving_app import serve_command
+    from disambig.optimizers.serving_cache import LM_FACTORY_ENV
     from disambig.optimizers.serving_connections import check_max_connections
+    from disambig.optimizers.serving_lm import LM_ENV, served_lm
     from disambig.settings import load_settings
 
     check_max_connections(max_connections, max_concurrent, max_queue)
     if not model_uri.startswith(("models:/", "runs:/")):
         raise ConfigurationError(f"{model_uri!r} is not an MLflow model URI; compile with tracking on to get one")
-    settings = load_settings()
+    settings = load_settings(lm=lm)
     check_port(host, port)  # the server would find a busy port or a bad host only after loading the model
-    check_remote_lm(settings)  # the served program's LM (DISAMBIG_LM) at --api-base, before the server starts
+    given = lm or os.environ.get(LM_ENV)
+    if given and not os.environ.get(LM_FACTORY_ENV):  # a factory builds LMs a spec cannot name
+        parse_spec(settings.lm)  # a spec that cannot be used, refused before the model is fetched
+        check_remote_lm(settings)  # the LM given, at --api-base
     store = resolve_uri(tracking_uri)
     with downloaded(model_uri, store) as folder:
+        chosen = served_lm(folder, lm, os.environ.get(LM_ENV), settings.lm)
+        if not given:
+            check_remote_lm(settings, chosen.spec)  # the LM the manifest records, before the server starts
+        typer.echo(f"serving {model_uri} at http://{host}:{port} · LM {chosen.describe()}")
         command, variables = serve_command(folder, host, port, timeout, max_request_bytes, max_concurrent,
                                            max_queue, read_timeout, write_timeout, max_connections)
-        code = process_group.run_as_group(command, {**os.environ, "MLFLOW_TRACKING_URI": store, **variables})
+        code = process_group.run_as_group(command, {**os.environ, "MLFLOW_TRACKING_URI": store, **variables,
+                                                    LM_ENV: chosen.spec})
     raise typer.Exit(code)
 
 
