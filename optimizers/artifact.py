@@ -24,7 +24,7 @@ def save_artifact(program: Any, path: Path, manifest: dict[str, Any]) -> Path:
     entry in ``manifest.json`` beside it; return the state path.
 
     ``manifest.json`` maps each state file's stem to its manifest, so several compiled versions of one
-    program and dataset can live in one folder.
+    program and dataset can live in one folder; each entry has an ``mlflow_run_id`` (None until ``record_run``).
     """
     if path.suffix != ".json" or path.name == MANIFEST:
         raise ValueError(f"artifact path {str(path)!r} must end with .json and not be {MANIFEST!r}")
@@ -34,10 +34,19 @@ def save_artifact(program: Any, path: Path, manifest: dict[str, Any]) -> Path:
     if isinstance(state.get("metadata"), dict):  # DSPy's own metadata; the state file also says what the compile did
         state["metadata"]["compile"] = {k: manifest[k] for k in STATE_RECORD if k in manifest}
     write_json(path, state)
-    entries[path.stem] = {**manifest, "state_file": path.name, "fingerprint": fingerprint(program),
-                          "structure": structure(program)}
+    entries[path.stem] = {"mlflow_run_id": None, **manifest, "state_file": path.name,
+                          "fingerprint": fingerprint(program), "structure": structure(program)}
     write_json(manifest_path, entries, default=str)
     return path
+
+
+def record_run(state_path: Path, fields: dict[str, Any]) -> None:
+    """Add ``fields`` (the MLflow run that logged the compile: ``mlflow_run_id``, ``mlflow_model``) to the manifest
+    entry of ``state_path``."""
+    manifest_path = state_path.parent / MANIFEST
+    entries = stored_entries(manifest_path)
+    entries[state_path.stem] = {**entries.get(state_path.stem, {}), **fields}
+    write_json(manifest_path, entries, default=str)
 
 
 def stored_entries(manifest_path: Path) -> dict[str, Any]:

@@ -90,6 +90,7 @@ def compile_program(
     logger.info("compiled %s: %.4f", job.metric_name, after)
     demos = len(Counter(demo_rows(compiled)) - Counter(demo_rows(program)))
     manifest = {
+        "name": job.artifact_name,
         "program": job.program_name,
         "dataset": job.dataset,
         "metric": job.metric_name,

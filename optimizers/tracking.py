@@ -16,18 +16,26 @@ def registered_name(program: str, dataset: str) -> str:
     return f"disambig-{program}-{Path(dataset).stem}"
 
 
+def run_name(manifest: dict[str, Any], state_path: Path) -> str:
+    """``PROGRAM-DATASET-NAME``: the artifact's name (``--name``, by default the optimizer's) tells runs apart."""
+    return f"{manifest['program']}-{Path(manifest['dataset']).stem}-{state_path.stem}"
+
+
 def log_compile_run(result: Any, uri: str | None = None, register: bool = True) -> dict[str, str]:
-    """Log one compile; return the run id and, when registered, the model URI."""
+    """Log one compile; return the run id and, when registered, the model URI. The manifest entry records the run id
+    (``mlflow_run_id``, before the manifest is logged) and the registered model (``mlflow_model``)."""
     import mlflow
+
+    from disambig.optimizers.artifact import record_run
 
     manifest = result.manifest
     use_experiment(tracking_uri(uri), EXPERIMENT)
     manifest_path = result.state_path.parent / "manifest.json"
-    run_name = f"{manifest['program']}-{Path(manifest['dataset']).stem}-{manifest['optimizer']}"
-    with mlflow.start_run(run_name=run_name) as run:
+    with mlflow.start_run(run_name=run_name(manifest, result.state_path)) as run:
+        record_run(result.state_path, {"mlflow_run_id": run.info.run_id})
         mlflow.log_params({mlflow_key(k): _param(v) for k, v in manifest.items()
                            if k in ("program", "dataset", "metric", "optimizer", "lm", "retriever", "fingerprint",
-                                   "passage_framing", "outcome")})
+                                   "passage_framing", "outcome", "name")})
         mlflow.log_params({f"budget.{k}": v for k, v in manifest["budget"].items()})
         mlflow.log_metrics({"score_before": result.before, "score_after": result.after,
                             "score_gain": result.after - result.before})
@@ -45,6 +53,7 @@ def log_compile_run(result: Any, uri: str | None = None, register: bool = True) 
         out["model_uri"] = info.model_uri
         if register and info.registered_model_version is not None:
             out["registered"] = f"models:/{name}/{info.registered_model_version}"
+            record_run(result.state_path, {"mlflow_model": out["registered"]})
     return out
 
 
