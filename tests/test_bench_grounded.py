@@ -1,4 +1,4 @@
-"""``bench/grounded.py``: several stored runs judged on one shared U_q, resumably."""
+"""``bench/quality/grounded.py``: several stored runs judged on one shared U_q, resumably."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture
 def bench(monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    return importlib.import_module("grounded")
+    monkeypatch.syspath_prepend(str(ROOT))
+    return importlib.import_module("bench.quality.grounded")
 
 
 def test_bench_judges_runs_on_one_proxy_and_resumes(tmp_path, bench):

@@ -1,5 +1,5 @@
-"""The Δ-to-reference column of the table writers (``bench/rescore.py``, ``bench/grounded.py``,
-``bench/spiderqa_table.py``): which run is the reference, and what each row's cell says."""
+"""The Δ-to-reference column of the table writers (``bench/quality/rescore.py``, ``bench/quality/grounded.py``,
+``bench/quality/spiderqa_table.py``): which run is the reference, and what each row's cell says."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture
 def bench(monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    monkeypatch.syspath_prepend(str(ROOT))
     return importlib.import_module
 
 
@@ -28,7 +28,7 @@ def run_row(program: str, label: str, scores: dict[str, float], lm: str = "local
 
 
 def test_rescore_compares_each_row_with_the_vanilla_rag_of_its_lm_and_retriever(bench):
-    rescore = bench("rescore")
+    rescore = bench("bench.quality.rescore")
     hybrid = run_row("vanilla-rag", "vanilla-rag", {"ambigqa-f1": [0.0, 0.5, 1.0, 0.5]})
     bm25 = run_row("vanilla-rag", "vanilla-rag-bm25", {"ambigqa-f1": [0.0] * 4}, retriever="bm25:x")
     compiled = run_row("vanilla-rag", "vanilla-rag-compiled", {"ambigqa-f1": [1.0] * 4}, artifact="state.json")
@@ -52,7 +52,7 @@ def test_rescore_compares_each_row_with_the_vanilla_rag_of_its_lm_and_retriever(
 
 
 def test_rescore_names_how_many_questions_a_shorter_reference_shares(bench):
-    rescore = bench("rescore")
+    rescore = bench("bench.quality.rescore")
     scores = {f"q{i}": {"ambigqa-f1": 1.0} for i in range(1, 5)}
     reference = {"q1": {"ambigqa-f1": 0.0}, "q2": {"ambigqa-f1": 0.0}}
     assert rescore.difference_cell(scores, reference, "ambigqa-f1") == "+1.000 [+1.000, +1.000] better on 2"
@@ -62,7 +62,7 @@ def test_rescore_names_how_many_questions_a_shorter_reference_shares(bench):
 
 
 def test_rescore_bootstraps_corpus_dr_from_its_inputs(bench):
-    rescore = bench("rescore")
+    rescore = bench("bench.quality.rescore")
     # program: mean D-F1 0.4, mean ROUGE-L 0.9 -> DR 0.6; reference: D-F1 0.1, ROUGE-L 0.4 -> DR 0.2; Δ = +0.4
     program = {"q1": {"d-f1": 0.2, "rouge-l": 0.8, "dr": 0.4}, "q2": {"d-f1": 0.4, "rouge-l": 0.9, "dr": 0.6},
                "q3": {"d-f1": 0.6, "rouge-l": 1.0, "dr": 0.77}}
@@ -79,7 +79,7 @@ def spiderqa_run(name: str, naces: list[float]) -> dict:
 
 
 def test_spiderqa_table_calls_a_lower_nace_better(bench):
-    table = bench("spiderqa_table")
+    table = bench("bench.quality.spiderqa_table")
     runs = [spiderqa_run("naive-rag-count-k5", [0.5, 0.5, 1.0]), spiderqa_run("dfa", [0.25, 0.25, 0.75])]
     text = table.section("runs", runs, "t", paper=False)
     assert "| chunk recall | Δ NACE mean vs naive-rag-count-k5 [95% CI] | LM calls/q |" in text
@@ -91,7 +91,7 @@ def test_spiderqa_table_calls_a_lower_nace_better(bench):
 
 
 def test_grounded_table_measures_g_f1_against_the_named_reference(bench):
-    grounded = bench("grounded")
+    grounded = bench("bench.quality.grounded")
 
     def row(program: str, precision: list[float], recall: list[float]) -> dict:
         pairs = enumerate(zip(precision, recall, strict=True))
@@ -111,7 +111,7 @@ def test_grounded_table_measures_g_f1_against_the_named_reference(bench):
 
 
 def test_spiderqa_reference_option_is_named_in_the_command(bench, tmp_path, monkeypatch, capsys):
-    table = bench("spiderqa_table")
+    table = bench("bench.quality.spiderqa_table")
     monkeypatch.setattr(table, "scored", lambda folder: spiderqa_run(folder.name, [0.5, 1.0]))
     for name in ("dfa", "dfa-labeled"):
         (tmp_path / name).mkdir()

@@ -1,4 +1,4 @@
-"""``bench/remote_lm.py``: its settings' commands and its table from stored rows and timings, no LM or server."""
+"""``bench/cost/remote_lm.py``: its settings' commands and its table from stored rows and timings, no LM or server."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture
 def remote(monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    return importlib.import_module("remote_lm")
+    monkeypatch.syspath_prepend(str(ROOT))
+    return importlib.import_module("bench.cost.remote_lm")
 
 
 def stored(folder: Path, answers: list[str], seconds: list[float], turns: list[tuple[int, float]],

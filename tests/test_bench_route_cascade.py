@@ -1,4 +1,4 @@
-"""``bench/route_cascade.py``: the cascade's composition from stored rows (its features are the package's)."""
+"""``bench/quality/route_cascade.py``: the cascade's composition from stored rows (its features are the package's)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture
 def cascade(monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    return importlib.import_module("route_cascade")
+    monkeypatch.syspath_prepend(str(ROOT))
+    return importlib.import_module("bench.quality.route_cascade")
 
 
 def row(answer: str, scores: dict | None = None, calls: int = 2) -> dict:

@@ -1,4 +1,5 @@
-"""``bench/scale_table.py``: the Scale tables of docs/benchmarks.md made from small stored rows (hand-written here in
+"""``bench/scale/scale_table.py``: the Scale tables of docs/benchmarks.md made from small stored rows (hand-written
+here in
 the layouts bench/scale.py, bm25_scale.py, passage_lookup.py and scale_ndcg.py write), and written between their
 markers with the rest of the file untouched."""
 
@@ -14,8 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture
 def scale_table(monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    import scale_table
+    monkeypatch.syspath_prepend(str(ROOT))
+    from bench.scale import scale_table
 
     return scale_table
 
@@ -140,7 +141,8 @@ def test_tables_go_between_their_markers_and_nothing_else_moves(scale_table, tmp
     lookup = [{"corpus": "wiki-slice", "passages": 8840, "store": "SQLite (on disk)", "build_s": 0.03,
                "memory_mb": 0.0, "disk_mb": 2.45, "by_row_ms": [0.158, 0.272], "by_id_ms": [0.211, 0.258]}]
     stored = store(tmp_path / "scale", {"bm25.json": bm25, "passage-lookup.json": lookup})
-    marks = {name: (f"<!-- bench/scale_table.py:{name}:begin -->", f"<!-- bench/scale_table.py:{name}:end -->")
+    marks = {name: (f"<!-- bench/scale/scale_table.py:{name}:begin -->",
+                    f"<!-- bench/scale/scale_table.py:{name}:end -->")
              for name in ("passage-lookup", "bm25")}
     head = "## Scale\n\nProse before, quoting 10.3 ms.\n\n"
     middle = "\n\nProse between.\n\n| a hand-typed | table |\n| --- | --- |\n| kept | 1 |\n\n"
@@ -149,7 +151,7 @@ def test_tables_go_between_their_markers_and_nothing_else_moves(scale_table, tmp
     doc = tmp_path / "benchmarks.md"
     doc.write_text(f"{head}{stale.join(marks['passage-lookup'])}{middle}{stale.join(marks['bm25'])}{tail}",
                    encoding="utf-8")
-    command = "python bench/scale_table.py --results benchmarks.md"
+    command = "python -m bench.scale.scale_table --results benchmarks.md"
 
     scale_table.write_tables(stored, doc, command)
     first = doc.read_text(encoding="utf-8")

@@ -1,4 +1,5 @@
-"""``bench/spiderqa_table.py`` and ``bench/amd_table.py``: tables made from stored runs, without an LM."""
+"""``bench/quality/spiderqa_table.py`` and ``bench/quality/amd_table.py``: tables made from stored runs, without an
+LM."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture
 def bench(monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    monkeypatch.syspath_prepend(str(ROOT))
     return importlib.import_module
 
 
@@ -43,7 +44,7 @@ def count_run(folder: Path, dataset: Path, rows: list[dict], commit: str = "abc1
 
 
 def test_spiderqa_table_rescores_stored_counts_on_the_common_questions(tmp_path, bench):
-    table = bench("spiderqa_table")
+    table = bench("bench.quality.spiderqa_table")
     dataset = spiderqa(tmp_path / "sq")
     exact = count_run(tmp_path / "runs-a", dataset, [
         {"id": "q1", "prediction": {"count": 4, "retained_chunk_ids": ["c0", "c1"]}, "error": None},
@@ -61,7 +62,7 @@ def test_spiderqa_table_rescores_stored_counts_on_the_common_questions(tmp_path,
 
 
 def test_amd_table_reads_gains_against_the_searching_retriever(tmp_path, bench):
-    table = bench("amd_table")
+    table = bench("bench.quality.amd_table")
     code = {"commit": "abc123", "dirty": False}
     plain = [{"retriever": name, "dataset": "dbpedia-entity-5k", "queries": 40, "code": code,
               "metrics": {"ndcg@10": value, "recall@100": 0.9, "mrr@10": 0.5}}
@@ -82,7 +83,7 @@ def test_amd_table_reads_gains_against_the_searching_retriever(tmp_path, bench):
 
 
 def test_dfa_aggregation_table_compares_modes_on_questions_judged_in_both(bench):
-    table = bench("dfa_aggregation")
+    table = bench("bench.quality.dfa_aggregation")
     code = {"commit": "abc123", "dirty": False}
 
     def row(qid, mode, batches, cp, count):
@@ -100,7 +101,7 @@ def test_dfa_aggregation_table_compares_modes_on_questions_judged_in_both(bench)
 
 
 def test_amd_table_names_a_compiled_expansion_after_its_retriever(tmp_path, bench):
-    table = bench("amd_table")
+    table = bench("bench.quality.amd_table")
     code = {"commit": "abc123", "dirty": False}
     spent = {"made_lm_calls": 5.0, "made_input_tokens": 900.0, "made_output_tokens": 600.0, "made_seconds": 40.0,
              "from_cache": 0}

@@ -1,5 +1,5 @@
 """ASQA-official, AmbigQA-official and ADF-code metrics, corpus-level report values and ``disambig score``,
-on hand-worked values (no crosscheck data: that check is ``bench/crosscheck.py``)."""
+on hand-worked values (no crosscheck data: that check is ``bench/quality/crosscheck.py``)."""
 
 from __future__ import annotations
 

@@ -223,8 +223,8 @@ def write_cell(runs: Path, framing: str, attack: str, followed_by: list[int], fl
 
 
 def test_the_bench_table_reads_rates_flags_and_clean_quality(tmp_path, monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    poison = importlib.import_module("poison")
+    monkeypatch.syspath_prepend(str(ROOT))
+    poison = importlib.import_module("bench.reliability.poison")
     write_cell(tmp_path, "plain", "override", [1, 1, 1, 0], [1, 0, 0, 0])   # 3 of 4 followed, 1 of them flagged
     write_cell(tmp_path, "quoted", "override", [0, 0, 0, 0], [0, 0, 0, 0])
     write_cell(tmp_path, "plain", "clean", [0, 0, 0, 0], [0, 0, 0, 0])
@@ -252,8 +252,8 @@ def test_the_bench_runs_every_cell_through_run_eval_and_resumes(tmp_path, monkey
         {"question": "Which?", "answer": "Quillfeather-2259" if "Quillfeather" in user else "Melville",
          "passage": 1}]}})  # follows the ignore attack whenever it is shown
     use_in_cli(monkeypatch, lm, Indexed())
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    poison = importlib.import_module("poison")
+    monkeypatch.syspath_prepend(str(ROOT))
+    poison = importlib.import_module("bench.reliability.poison")
     args = argparse.Namespace(program="vanilla-rag", artifact="", dataset=asqa_file, split="all", limit=3,
                               retriever=None, attacks="clean,ignore", framings="plain,screened", stages=[2], rank=1,
                               threads=1, runs=tmp_path, allow_mixed_code=False)

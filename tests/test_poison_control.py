@@ -82,8 +82,8 @@ def grades(*names: str) -> list[dict]:
 
 @pytest.fixture
 def poison(monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    return importlib.import_module("poison")
+    monkeypatch.syspath_prepend(str(ROOT))
+    return importlib.import_module("bench.reliability.poison")
 
 
 def test_the_table_counts_moved_decisions_per_framing_paired_with_plain(tmp_path, poison):

@@ -1,5 +1,6 @@
 """The compiled ASQA cascade (``bench/results/route/compiled/route/asqa/asqa-cascade.json``) reproduces
-``bench/route_cascade.py``'s "logistic, answer-side + retrieval" row of ``docs/RESULTS.md`` from the stored runs.
+``bench/quality/route_cascade.py``'s "logistic, answer-side + retrieval" row of ``docs/RESULTS.md`` from the stored
+runs.
 
 The fast test applies the saved model to the stored VanillaRAG dev answers (answer-side features recomputed here) and
 to the retrieval features its ``route predict --first-run`` decisions recorded; the slow one compiles it again from
@@ -30,7 +31,7 @@ BENCH_ROW = "logistic, answer-side + retrieval"
 def results_row(label: str) -> list[str]:
     """The cells of ``label``'s row in the generated ASQA cascade table of docs/RESULTS.md."""
     doc = (ROOT / "docs" / "RESULTS.md").read_text(encoding="utf-8")
-    section = doc.split("<!-- bench/route_cascade.py:cascade-asqa:begin -->")[1].split("end -->")[0]
+    section = doc.split("<!-- bench/quality/route_cascade.py:cascade-asqa:begin -->")[1].split("end -->")[0]
     line = next(line for line in section.splitlines() if line.startswith(f"| {label} |"))
     return [cell.strip() for cell in line.strip("|").split("|")]
 

@@ -32,9 +32,9 @@ def server():
 
 @pytest.fixture
 def bench_load(monkeypatch):
-    """``bench/load.py``, whose ``served`` starts and stops ``disambig serve`` as a user would."""
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    import load
+    """``bench/reliability/load.py``, whose ``served`` starts and stops ``disambig serve`` as a user would."""
+    monkeypatch.syspath_prepend(str(ROOT))
+    from bench.reliability import load
 
     return load
 

@@ -1,6 +1,6 @@
 """Is composing stored answers faithful to running ``route``? An end-to-end run against its composition.
 
-    python bench/route_faithful.py --run bench/results/route/asqa-dev/route-e2e-asqa-l0 --dataset asqa \
+    python -m bench.quality.route_faithful --run bench/results/route/asqa-dev/route-e2e-asqa-l0 --dataset asqa \
         --decisions bench/results/route/asqa-dev-decisions-asqa-l0.jsonl --runs bench/results/route --metric dr \
         [--results docs/RESULTS.md --section faithful-asqa]
 
@@ -18,7 +18,7 @@ import argparse
 import json
 from pathlib import Path
 
-from route_table import load_rows, write_section
+from bench.quality.route_table import load_rows, write_section
 
 
 def same_answer(a: dict, b: dict) -> bool:
@@ -40,8 +40,7 @@ def cut_short(a: dict, b: dict) -> bool:
 
 def compare(run: Path, runs: Path, dataset: str, metric: str, decisions: dict[str, str]) -> str:
     """The markdown table of the end-to-end run against its composition, and its notes."""
-    from rescore import difference_cell
-
+    from bench.quality.rescore import difference_cell
     from disambig.optimizers.route_eval import corpus_score
     from disambig.optimizers.route_labels import Outcome
 
@@ -94,9 +93,9 @@ def main() -> None:
     text = compare(args.run, args.runs, args.dataset, args.metric, decisions)
     print(text)
     if args.results:
-        command = "python bench/route_faithful.py " + " ".join(sys.argv[1:])
+        command = "python -m bench.quality.route_faithful " + " ".join(sys.argv[1:])
         write_section(args.results, args.section or f"faithful-{args.dataset}", text, command,
-                      script="bench/route_faithful.py")
+                      script="bench/quality/route_faithful.py")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 """Retrieval speed: index build time and query latency of BM25, dense and hybrid on the Wikipedia slice, and how
 BM25 (Lucene) and FAISS query latency grow with the number of passages.
 
-    python bench/retrieval.py                          # everything, ~10-15 min on 2 cores
-    python bench/retrieval.py --sizes 10000 100000     # skip the 1M scaling point
-    python bench/retrieval.py --hnsw-max 1000000       # also build HNSW at 1M (not measured: the 100k build
+    python -m bench.scale.retrieval                          # everything, ~10-15 min on 2 cores
+    python -m bench.scale.retrieval --sizes 10000 100000     # skip the 1M scaling point
+    python -m bench.scale.retrieval --hnsw-max 1000000       # also build HNSW at 1M (not measured: the 100k build
                                                        # took ~1 min, so expect well over 15 min)
 
 Latency is wall-clock time of one ``search(query, k=10)`` call, one query at a time, after 5 warm-up queries;
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-BEGIN, END = "<!-- bench/retrieval.py:begin -->", "<!-- bench/retrieval.py:end -->"
+BEGIN, END = "<!-- bench/scale/retrieval.py:begin -->", "<!-- bench/scale/retrieval.py:end -->"
 DIM = 384
 K = 10
 
@@ -253,7 +253,7 @@ def main() -> None:
     results: dict[str, Any] = {"meta": {
         "date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(), "load": round(os.getloadavg()[0], 1),
         "queries": len(queries), "faiss_threads": args.faiss_threads, "lucene_threads": threads,
-        "command": " ".join(["python bench/retrieval.py", *sys.argv[1:]])}}
+        "command": " ".join(["python -m bench.scale.retrieval", *sys.argv[1:]])}}
     with tempfile.TemporaryDirectory(prefix="disambig-bench-") as work:
         if args.skip_wiki and args.json.exists():
             results["wiki_slice"] = json.loads(args.json.read_text())["wiki_slice"]

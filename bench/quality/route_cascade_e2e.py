@@ -1,6 +1,6 @@
 """The route cascade end to end against its own first stage, paired within one run.
 
-    python bench/route_cascade_e2e.py --run bench/results/route/asqa-dev/route-e2e-asqa-cascade --dataset asqa \
+    python -m bench.quality.route_cascade_e2e --run bench/results/route/asqa-dev/route-e2e-asqa-cascade --dataset asqa \
         --metric dr [--stored bench/results/route/asqa-dev/adf] [--results docs/RESULTS.md --section NAME]
 
 ``--run`` is a ``disambig eval route --artifact CASCADE.json`` folder. Each of its rows holds the answer the cascade
@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from route_table import load_rows, write_section
+from bench.quality.route_table import load_rows, write_section
 
 
 def cascade_of(row: dict) -> dict:
@@ -76,7 +76,7 @@ def parts(ids: list[str], split_at: int) -> list[tuple[str, list[str]]]:
 
 def compare(run: Path, dataset: str, metric: str, stored: list[Path], split_at: int = 0) -> str:
     """The markdown table of the cascade against its first stage (and any stored runs), with its notes."""
-    from rescore import difference_cell
+    from bench.quality.rescore import difference_cell
 
     final = load_rows(run)
     if not final:
@@ -130,9 +130,9 @@ def main() -> None:
     text = compare(args.run, args.dataset, args.metric, args.stored, args.split_at)
     print(text)
     if args.results:
-        command = "python bench/route_cascade_e2e.py " + " ".join(sys.argv[1:])
+        command = "python -m bench.quality.route_cascade_e2e " + " ".join(sys.argv[1:])
         write_section(args.results, args.section or f"cascade-e2e-{args.dataset}", text, command,
-                      script="bench/route_cascade_e2e.py")
+                      script="bench/quality/route_cascade_e2e.py")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""The clients of ``bench/load.py``: N threads sending numbered questions to a served program on loopback, each
+"""The clients of ``bench/reliability/load.py``: N threads sending numbered questions to a served program on loopback,
+each
 response checked against the request it answers, and the figures of one run (throughput, latency percentiles, errors
 by kind, mismatches)."""
 

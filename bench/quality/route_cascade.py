@@ -1,6 +1,6 @@
 """Can a cascade beat VanillaRAG: answer with it, then escalate to a costlier program when its answer looks weak?
 
-    python bench/route_cascade.py --dataset asqa --metric dr --escalate adf --runs bench/results/route \
+    python -m bench.quality.route_cascade --dataset asqa --metric dr --escalate adf --runs bench/results/route \
         [--train 60 --dev 50] [--results docs/RESULTS.md]
 
 VanillaRAG runs first, so its answer and trace are known when the cascade decides; the answer-side features
@@ -60,7 +60,7 @@ class Split:
 
 
 def cost(row: dict) -> tuple[float, float]:
-    from route_table import cost as row_cost
+    from bench.quality.route_table import cost as row_cost
 
     return row_cost(row)
 
@@ -68,8 +68,7 @@ def cost(row: dict) -> tuple[float, float]:
 def load_split(dataset: str, metric: str, second: str, runs: Path, split: str, limit: int, retriever: object
                ) -> Split:
     """The split's first ``limit`` questions that both programs answered, labelled and featurised."""
-    from route_table import load_rows
-
+    from bench.quality.route_table import load_rows
     from disambig.optimizers.route_data import matrix, observe_all, read_outcomes, run_folder
     from disambig.optimizers.route_labels import label_questions
     from disambig.programs.route.answer_features import Answered
@@ -239,7 +238,7 @@ def compiled_row(artifact: Path, train: Split, dev: Split) -> tuple[str, np.ndar
 def cascade_table(train: Split, dev: Split, metric: str, second: str, artifact: Path | None = None) -> str:
     """The policies' train and dev metric, dev Δ to vanilla with its paired interval, escalations and cost (and the
     compiled ``artifact``'s row when given)."""
-    from rescore import difference_cell
+    from bench.quality.rescore import difference_cell
 
     reference = dev.cascade(np.zeros(len(dev.ids), bool))[0]
     rows = [(f"{FIRST} (never escalate)", np.zeros(len(train.ids), bool), np.zeros(len(dev.ids), bool), ""),
@@ -275,7 +274,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     import shlex
     import sys
 
-    from route_table import write_section
+    from bench.quality.route_table import write_section
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", required=True)
@@ -292,7 +291,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(text)
     if args.results:
         write_section(args.results, f"cascade-{args.dataset}", text,
-                      "python bench/route_cascade.py " + shlex.join(sys.argv[1:]), "bench/route_cascade.py")
+                      "python -m bench.quality.route_cascade " + shlex.join(sys.argv[1:]),
+                      "bench/quality/route_cascade.py")
 
 
 if __name__ == "__main__":

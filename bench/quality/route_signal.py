@@ -1,6 +1,6 @@
 """Does any routing feature tell, before answering, which of two candidates will score better on a question?
 
-    python bench/route_signal.py --dataset asqa --metric dr --candidates vanilla-rag adf \
+    python -m bench.quality.route_signal --dataset asqa --metric dr --candidates vanilla-rag adf \
         --runs bench/results/route [--train 60 --dev 50] [--results docs/RESULTS.md]
 
 For the train and dev questions whose candidate answers are stored in ``RUNS/DATASET-SPLIT/PROGRAM``, each question
@@ -69,7 +69,7 @@ def main() -> None:
     import shlex
     import sys
 
-    from route_table import write_section
+    from bench.quality.route_table import write_section
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", required=True)
@@ -84,7 +84,8 @@ def main() -> None:
     print(text)
     if args.results:
         write_section(args.results, f"signal-{args.dataset}", text,
-                      "python bench/route_signal.py " + shlex.join(sys.argv[1:]), "bench/route_signal.py")
+                      "python -m bench.quality.route_signal " + shlex.join(sys.argv[1:]),
+                      "bench/quality/route_signal.py")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ needs a QA reader: pass ``--reader PATH``; without it the row says "needs --read
 checked from *their* D-F1 and our ROUGE-L. Writes ``docs/crosscheck.md`` only with ``--write-docs``, or the
 table to ``--out PATH``.
 
-    python bench/crosscheck.py [--reader PATH] [--write-docs | --out FILE]
+    python -m bench.quality.crosscheck [--reader PATH] [--write-docs | --out FILE]
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import statistics
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CROSSCHECK = REPO.parent / "shared" / "crosscheck"
 DATA = REPO.parent / "shared" / "data"
 DOCS = REPO / "docs" / "crosscheck.md"
@@ -116,7 +116,7 @@ def _row(name: str, metric: str, ours: list[float], theirs: list[float], officia
 
 
 def document(table_text: str, reader: Path | None) -> str:
-    command = "python bench/crosscheck.py --write-docs" + (" --reader PATH" if reader else "")
+    command = "python -m bench.quality.crosscheck --write-docs" + (" --reader PATH" if reader else "")
     return f"""# Cross-check: our ADF metrics against the ADF authors' own values
 
 Produced by `{command}` from `../shared/crosscheck/` (gpt-4o-mini answers from the ADF authors' public

@@ -1,8 +1,8 @@
 """ADF's ambiguity gate on AmbigNQ: the paper's hand-set thresholds, the released code's rule, and gates learned
 from the train split's free labels (ambiguous iff an annotator wrote multipleQAs), scored on held-out dev.
 
-    python bench/adf_gate.py                          # hybrid retrieval over the wiki slice; statistics cached
-    python bench/adf_gate.py --retriever bm25 --results docs/RESULTS.md   # also rewrite the RESULTS section
+    python -m bench.quality.adf_gate                          # hybrid retrieval over the wiki slice; statistics cached
+    python -m bench.quality.adf_gate --retriever bm25 --results docs/RESULTS.md   # also rewrite the RESULTS section
 
 Only retrieval and the embedder run (no LM): each question's top-10 passages are embedded and their coherence
 statistics (eq. 1-2) computed once, cached in ``--cache`` (JSON), then every gate is fitted and scored.
@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-BEGIN, END = "<!-- bench/adf_gate.py:begin -->", "<!-- bench/adf_gate.py:end -->"
+BEGIN, END = "<!-- bench/quality/adf_gate.py:begin -->", "<!-- bench/quality/adf_gate.py:end -->"
 
 
 def statistics(examples: list[Any], retriever: Any, depth: int, cache: dict[str, dict]) -> list[Any]:

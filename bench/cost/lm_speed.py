@@ -3,9 +3,10 @@
 Run once per Python environment (each has its own llama-cpp-python build); every run appends its rows to
 ``--out`` and the table is rendered from all of them:
 
-    python bench/lm_speed.py --models smollm2 qwen2.5-0.5b --threads 1 2 --repeats 3 --out bench/results/lm-speed.jsonl
-    /other/venv/bin/python bench/lm_speed.py ... --out bench/results/lm-speed.jsonl
-    python bench/lm_speed.py --report bench/results/lm-speed.jsonl [--results docs/benchmarks.md]
+    python -m bench.cost.lm_speed --models smollm2 qwen2.5-0.5b --threads 1 2 --repeats 3 \\
+        --out bench/results/lm-speed.jsonl
+    /other/venv/bin/python -m bench.cost.lm_speed ... --out bench/results/lm-speed.jsonl
+    python -m bench.cost.lm_speed --report bench/results/lm-speed.jsonl [--results docs/benchmarks.md]
 
 The rates are llama.cpp's own counters: a ~200-token prompt completed by one token, and a chat reply of up
 to 64 tokens, each from a fresh context (``disambig.lm.check``).
@@ -72,9 +73,9 @@ def main() -> None:
         text = report(args.report)
         print(text)
         if args.results:
-            from rescore import replace_section
+            from bench.quality.rescore import replace_section
 
-            begin, end = "<!-- bench/lm_speed.py:begin -->", "<!-- bench/lm_speed.py:end -->"
+            begin, end = "<!-- bench/cost/lm_speed.py:begin -->", "<!-- bench/cost/lm_speed.py:end -->"
             replace_section(args.results, f"{begin}\n{text}\n{end}", begin, end)
         return
     args.out.parent.mkdir(parents=True, exist_ok=True)

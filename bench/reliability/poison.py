@@ -1,11 +1,14 @@
 """Poisoned passages: how often a program follows an instruction planted in its retrieved passages, before and after
 the passages-are-data defence, and what the defence costs on clean questions.
 
-    python bench/poison.py run --program vanilla-rag --dataset asqa --limit 30 --attacks clean,override,ignore \
+    python -m bench.reliability.poison run --program vanilla-rag --dataset asqa --limit 30 \
+        --attacks clean,override,ignore \
         --framings plain,quoted,screened --stages 10,20,30 [--rank 1] [--allow-mixed-code]
-    python bench/poison.py run --program route --artifact bench/results/route/compiled/route/asqa/asqa-cascade.json \
+    python -m bench.reliability.poison run --program route \
+        --artifact bench/results/route/compiled/route/asqa/asqa-cascade.json \
         --dataset asqa --limit 30 --attacks clean,assertion,fake-reply   # cells under route-asqa-cascade/
-    python bench/poison.py table --programs vanilla-rag,route-asqa-cascade --dataset asqa [--results docs/RESULTS.md]
+    python -m bench.reliability.poison table --programs vanilla-rag,route-asqa-cascade --dataset asqa \
+        [--results docs/RESULTS.md]
 
 ``run`` answers the first N questions of the split once per (framing, attack) cell through
 ``disambig.evaluation.session.run_eval``: one resumable folder per cell under ``RUNS/DATASET-SPLIT/LABEL/FRAMING/
@@ -324,10 +327,11 @@ def main() -> None:
     text = table(args.runs, args.dataset, args.split, [p.strip() for p in args.programs.split(",") if p.strip()])
     print(text)
     if args.results:
-        from route_table import write_section
+        from bench.quality.route_table import write_section
 
         write_section(args.results, args.section or f"poison-{Path(args.dataset).stem}", text,
-                      "python bench/poison.py " + " ".join(sys.argv[1:]), script="bench/poison.py")
+                      "python -m bench.reliability.poison " + " ".join(sys.argv[1:]),
+                      script="bench/reliability/poison.py")
 
 
 if __name__ == "__main__":

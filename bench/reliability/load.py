@@ -2,9 +2,9 @@
 clients × a fixed number of questions each round; throughput, p50/p95/p99 latency, replies by kind, the server's
 memory before and after, and every answer checked against its request (no lost, duplicated or swapped answers).
 
-    python bench/load.py --lm scripted [--delay 0] [--clients 1,4,16] [--requests 64] [--out FILE]
-    python bench/load.py --lm embedded --clients 1,4 --requests 8 --threads 1 --max-seconds 360
-    python bench/load.py table [--reports bench/results/load] [--results docs/reliability.md]
+    python -m bench.reliability.load --lm scripted [--delay 0] [--clients 1,4,16] [--requests 64] [--out FILE]
+    python -m bench.reliability.load --lm embedded --clients 1,4 --requests 8 --threads 1 --max-seconds 360
+    python -m bench.reliability.load table [--reports bench/results/load] [--results docs/reliability.md]
 
 `--lm scripted` is the LM of tests/batch_fakes.py (DISAMBIG_LM_FACTORY): its answer is made from the question, so
 each answer is checked exactly, and `--delay` makes each call wait like a remote LM; `--lm embedded` is the default
@@ -15,7 +15,8 @@ server (with its process group) is stopped when the run ends, however it ends. P
 written to --out).
 
 ``table`` starts no server: it makes a Markdown table of each stored report (``--reports``, one JSON file a run) with
-a line on the run that made it, and writes each between the ``bench/load.py:NAME`` markers of ``--results`` (NAME:
+a line on the run that made it, and writes each between the ``bench/reliability/load.py:NAME`` markers of
+``--results`` (NAME:
 the file's name without ``.json``).
 """
 
@@ -37,9 +38,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from load_clients import figures, run_clients
+from bench.reliability.load_clients import figures, run_clients
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FACTORY = f"{ROOT / 'tests' / 'batch_fakes.py'}:scripted_lm"
 START_SECONDS = 240.0  # the embedded model loads before the server answers /ping
 
@@ -231,16 +232,18 @@ def table(report: dict) -> str:
 
 def write_tables(reports: Path, results: Path | None, command: str) -> None:
     """Print the table of every stored report in ``reports``; with ``results``, write each into its marked section."""
-    from route_table import write_section
+    from bench.quality.route_table import write_section
 
     paths = sorted(reports.glob("*.json"))
     if not paths:
-        raise SystemExit(f"no stored report (*.json) in {reports}; write one with `python bench/load.py --out FILE`")
+        raise SystemExit(f"no stored report (*.json) in {reports}; write one with "
+                         "`python -m bench.reliability.load --out FILE`")
     for path in paths:
         text = table(json.loads(path.read_text(encoding="utf-8")))
         print(f"{path}:\n{text}\n")
         if results:
-            write_section(results, path.stem, text, command, "bench/load.py", source=f"`{path}` (no server started)")
+            write_section(results, path.stem, text, command, "bench/reliability/load.py",
+                          source=f"`{path}` (no server started)")
 
 
 def main() -> None:
@@ -261,7 +264,7 @@ def main() -> None:
     show.add_argument("--results", type=Path, default=None, help="Markdown file to write the tables into")
     args = parser.parse_args()
     if args.command == "table":
-        write_tables(args.reports, args.results, "python bench/load.py " + shlex.join(sys.argv[1:]))
+        write_tables(args.reports, args.results, "python -m bench.reliability.load " + shlex.join(sys.argv[1:]))
         return
     measure(args)
 
@@ -275,7 +278,8 @@ def measure(args: argparse.Namespace) -> None:
     deadline = time.monotonic() + args.max_seconds
     expected = scripted_answer() if args.lm == "scripted" else None
     limits = ["--max-concurrent", str(args.max_concurrent), "--max-queue", str(args.max_queue)]
-    report = {"command": " ".join(["python", "bench/load.py", *sys.argv[1:]]), "lm": args.lm, "delay": args.delay,
+    report = {"command": " ".join(["python -m bench.reliability.load", *sys.argv[1:]]), "lm": args.lm,
+              "delay": args.delay,
               "threads": args.threads, "max_concurrent": args.max_concurrent, "max_queue": args.max_queue,
               "load_average": os.getloadavg(), "code": code_stamp()}
     with tempfile.TemporaryDirectory(prefix="bench-load-") as folder:

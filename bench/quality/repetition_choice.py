@@ -1,6 +1,6 @@
 """Guard or repeat penalty: the stored unguarded answers, the guard computed on them, and measured runs side by side.
 
-    python bench/repetition_choice.py --stored bench/results/qwen/vanilla-rag-asqa \\
+    python -m bench.quality.repetition_choice --stored bench/results/qwen/vanilla-rag-asqa \\
         --measured guard=bench/results/qwen/vanilla-rag-asqa-guard \\
         --measured "repeat penalty 1.1=bench/results/qwen/vanilla-rag-asqa-repeat-penalty" [--results docs/RESULTS.md]
 
@@ -18,8 +18,7 @@ import argparse
 import json
 from pathlib import Path
 
-from rescore import difference_cell
-
+from bench.quality.rescore import difference_cell
 from disambig.lm.repetition import guarded, loop_cut
 
 METRICS = {"asqa": ["rouge-l", "d-f1", "dr"], "ambignq": ["ambigqa-f1", "d-f1"]}
@@ -96,7 +95,7 @@ def main() -> None:
     import shlex
     import sys
 
-    from route_table import write_section
+    from bench.quality.route_table import write_section
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stored", type=Path, required=True, help="The unguarded run folder.")
@@ -114,8 +113,9 @@ def main() -> None:
     text = table(args.stored, measured)
     print(text)
     if args.results:
-        write_section(args.results, args.section, text, "python bench/repetition_choice.py " + shlex.join(sys.argv[1:]),
-                      "bench/repetition_choice.py")
+        write_section(args.results, args.section, text,
+                      "python -m bench.quality.repetition_choice " + shlex.join(sys.argv[1:]),
+                      "bench/quality/repetition_choice.py")
 
 
 if __name__ == "__main__":

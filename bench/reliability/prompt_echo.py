@@ -1,7 +1,7 @@
 """How many stored answers carry our own prompt text, before and after ``disambig.programs.prompt_echo`` cleans them.
 
-    python bench/prompt_echo.py                                  # every results.jsonl under bench/results
-    python bench/prompt_echo.py --out bench/results/prompt-echo.json
+    python -m bench.reliability.prompt_echo                                  # every results.jsonl under bench/results
+    python -m bench.reliability.prompt_echo --out bench/results/prompt-echo.json
 
 Reads the stored rows of every run folder under ``--root`` (at any depth; ``rescore.raw_rows``), no LM call. Per
 answered row: whether its long answer, and each reading (question and answer), contains the passage-framing note
@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from rescore import raw_rows
+from bench.quality.rescore import raw_rows
 
 
 def count(root: Path) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Prompt-prefix reuse in the in-process engine, measured on DIVA questions.
 
-    python bench/lm_engine.py --models smollm2 qwen2.5-0.5b --modes none last ram --limit 3 --out FILE
-    python bench/lm_engine.py --report FILE [--results docs/benchmarks.md]
+    python -m bench.cost.lm_engine --models smollm2 qwen2.5-0.5b --modes none last ram --limit 3 --out FILE
+    python -m bench.cost.lm_engine --report FILE [--results docs/benchmarks.md]
 
 Runs DIVA (uncompiled, or the compiled state given with ``--artifact``; hybrid retrieval over the wiki
 slice) on the first ASQA dev questions once per model and reuse mode, and writes per-question prompt tokens,
@@ -103,9 +103,9 @@ def main() -> None:
         text = report(json.loads(args.report.read_text(encoding="utf-8")))
         print(text)
         if args.results:
-            from rescore import replace_section
+            from bench.quality.rescore import replace_section
 
-            begin, end = "<!-- bench/lm_engine.py:begin -->", "<!-- bench/lm_engine.py:end -->"
+            begin, end = "<!-- bench/cost/lm_engine.py:begin -->", "<!-- bench/cost/lm_engine.py:end -->"
             replace_section(args.results, f"{begin}\n{text}\n{end}", begin, end)
         return
     rows = [row for model in args.models for mode in args.modes for row in run(model, mode, args.limit, args.artifact)]

@@ -1,6 +1,6 @@
 """How often stored long answers loop, and what an n-gram stop guard would have made of them (no LM call).
 
-    python bench/repetition.py --runs bench/results/qwen [--ngram 6 --repeats 3] [--results docs/RESULTS.md]
+    python -m bench.quality.repetition --runs bench/results/qwen [--ngram 6 --repeats 3] [--results docs/RESULTS.md]
 
 A long answer *loops* when some run of ``--ngram`` words occurs ``--repeats`` times. Under greedy decoding a guard
 that stops generation as soon as that happens produces exactly the prefix of the unguarded answer up to that point,
@@ -45,7 +45,7 @@ PRIMARY = {"asqa": "dr", "ambignq": "ambigqa-f1"}  # the metric of each row's pa
 
 def guard_difference(before: list[dict], after: list[dict], metric: str) -> str:
     """The paired-bootstrap cell of ``metric``'s change from the stored answers to their guarded cut."""
-    from rescore import difference_cell
+    from bench.quality.rescore import difference_cell
 
     def by_id(per_question: list[dict]) -> dict[str, dict[str, float]]:
         return {q["id"]: q["scores"] for q in per_question}
@@ -81,10 +81,10 @@ def main() -> None:
     text = markdown([run_row(f, args.ngram, args.repeats) for f in folders], args.ngram, args.repeats)
     print(text)
     if args.results:
-        from route_table import write_section
+        from bench.quality.route_table import write_section
 
-        write_section(args.results, "repetition", text, "python bench/repetition.py " + " ".join(sys.argv[1:]),
-                      "bench/repetition.py")
+        write_section(args.results, "repetition", text, "python -m bench.quality.repetition " + " ".join(sys.argv[1:]),
+                      "bench/quality/repetition.py")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """How well the router's ambiguity detector tells ambiguous questions from clear ones (no LM call).
 
-    python bench/route_detector.py --out bench/results/route/detector.json
+    python -m bench.quality.route_detector --out bench/results/route/detector.json
 
 Fits on AmbigNQ's train split (label: more than one annotated interpretation) and reports ROC AUC on its dev split
 for the detector (question embedding + retrieval features), the embedding alone, the retrieval features alone, and
@@ -30,10 +30,11 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     report = json.loads(args.out.read_text(encoding="utf-8")) if args.report_only else measure(args)
     if args.results:
-        from route_table import write_section
+        from bench.quality.route_table import write_section
 
-        write_section(args.results, "detector", markdown(report), "python bench/route_detector.py --report-only "
-                      f"--out {args.out} --results {args.results}", "bench/route_detector.py")
+        write_section(args.results, "detector", markdown(report), "python -m bench.quality.route_detector "
+                      "--report-only "
+                      f"--out {args.out} --results {args.results}", "bench/quality/route_detector.py")
 
 
 def measure(args: argparse.Namespace) -> dict:

@@ -1,9 +1,9 @@
 """The tables of docs/benchmarks.md's "Scale" section, made from the rows stored in bench/results/scale/ (nothing is
 measured).
 
-    python bench/scale_table.py [--stored bench/results/scale] [--results docs/benchmarks.md]
+    python -m bench.scale.scale_table [--stored bench/results/scale] [--results docs/benchmarks.md]
 
-Each table goes between the ``bench/scale_table.py:NAME`` markers of ``--results``, with a line on the code (and
+Each table goes between the ``bench/scale/scale_table.py:NAME`` markers of ``--results``, with a line on the code (and
 load average) its rows record ("not recorded" for rows older than those fields):
 
 * ``generators``: ``generators.json`` (``bench/scale.py --check``), the real slice's first nprobe reaching
@@ -247,7 +247,7 @@ def tables(stored: Path) -> dict[str, tuple[str, list[Path]]]:
 
 def write_tables(stored: Path, results: Path | None, command: str) -> None:
     """Print every table; with ``results``, write each between its markers there."""
-    from route_table import write_section
+    from bench.quality.route_table import write_section
 
     made = tables(stored)
     if not made:
@@ -256,7 +256,7 @@ def write_tables(stored: Path, results: Path | None, command: str) -> None:
         print(f"{section}:\n{text}\n")
         if results:
             source = f"{', '.join(f'`{path.name}`' for path in paths)} in `{stored}` (nothing measured)"
-            write_section(results, section, text, command, "bench/scale_table.py", source=source)
+            write_section(results, section, text, command, "bench/scale/scale_table.py", source=source)
 
 
 def main() -> None:
@@ -264,7 +264,7 @@ def main() -> None:
     parser.add_argument("--stored", type=Path, default=Path("bench/results/scale"), help="folder of stored rows")
     parser.add_argument("--results", type=Path, default=None, help="Markdown file to write the tables into")
     args = parser.parse_args()
-    write_tables(args.stored, args.results, "python bench/scale_table.py " + shlex.join(sys.argv[1:]))
+    write_tables(args.stored, args.results, "python -m bench.scale.scale_table " + shlex.join(sys.argv[1:]))
 
 
 if __name__ == "__main__":

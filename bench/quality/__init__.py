@@ -1,0 +1,1 @@
+"""How good the answers are: stored runs re-scored, judged and compared with paired intervals."""

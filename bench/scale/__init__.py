@@ -1,0 +1,1 @@
+"""How retrieval grows with the corpus: speed of the indexes and the stored scale measurements' tables."""
