@@ -1,7 +1,7 @@
 """Answer a table of questions with a compiled program's MLflow pyfunc model: in this process (``local``) or as a
 Spark UDF (``spark``, ``mlflow.pyfunc.spark_udf`` with ``env_manager="local"``) on ``local[N]`` or a cluster.
 
-Both engines load the same models-from-code pyfunc (``serving_model.py`` + JSON state, never a pickled model) and
+Both engines load the same models-from-code pyfunc (``serving/model.py`` + JSON state, never a pickled model) and
 normalise its rows the same way, so their answers are equal. The program, knobs and retriever come from the
 model's manifest; run settings reach it as ``DISAMBIG_*`` variables (set around the load in this process, shipped
 as the UDF's ``extra_env`` to Spark executors): nothing is taken from the driver's memory. Rows that fail keep
@@ -203,7 +203,7 @@ def merge_rows(previous: Any, fresh: Any) -> Any:
 
 
 def answer_row(raw: dict[str, Any]) -> dict[str, Any]:
-    """One pyfunc row (``serving_model.ANSWER_FIELDS``, from Python or from Spark's JSON) as the output's columns."""
+    """One pyfunc row (``serving.model.ANSWER_FIELDS``, from Python or from Spark's JSON) as the output's columns."""
     interpretations = [
         {"question": i.get("question") or "", "answer": i.get("answer") or "",
          "passage_ids": [str(p) for p in i.get("passage_ids") or []], "score": i.get("score")}

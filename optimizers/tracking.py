@@ -9,7 +9,9 @@ from typing import Any
 from disambig.evaluation.tracking import mlflow_key, tracking_uri, use_experiment
 
 EXPERIMENT = "disambig-compile"
-SERVING_CODE = Path(__file__).with_name("serving_model.py")
+# The models-from-code file each logged model carries (a file copied into the model, not imported here):
+# disambig.serving.model, whose folder sits beside this one in the checkout and in the wheel.
+SERVING_CODE = Path(__file__).parents[1] / "serving" / "model.py"
 
 
 def registered_name(program: str, dataset: str) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 
 def use_factory_lm() -> None:
     import disambig.lm.runtime as runtime
-    from disambig.optimizers.serving_cache import LM_FACTORY_ENV, lm_factory
+    from disambig.serving.cache import LM_FACTORY_ENV, lm_factory
 
     factory = lm_factory(os.environ[LM_FACTORY_ENV])
     runtime.build_lm = lambda settings, spec=None, **kwargs: factory(settings)

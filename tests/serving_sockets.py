@@ -15,7 +15,7 @@ from typing import Any
 
 import uvicorn
 
-from disambig.optimizers.serving_connections import ConnectionLimitProtocol
+from disambig.serving.connections import ConnectionLimitProtocol
 
 BODY = b'{"inputs": ["Who won?"]}'
 

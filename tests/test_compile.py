@@ -146,7 +146,7 @@ def test_the_none_recipe_keeps_the_programs_own_demos(tmp_path):
 
 
 def test_the_served_model_refuses_count_inputs_for_a_question_only_program():
-    from disambig.optimizers.serving_model import CompiledProgram
+    from disambig.serving.model import CompiledProgram
 
     served = CompiledProgram()
     served.program, served.lm, served.adapter = build_program("closed-book"), scripted_lm(), CompactJSONAdapter()
@@ -166,7 +166,7 @@ def test_the_served_model_reads_the_numpy_values_mlflows_server_hands_it():
     object array; a dict of columns may mix one value with a column of them."""
     import numpy as np
 
-    from disambig.optimizers.serving_model import CompiledProgram
+    from disambig.serving.model import CompiledProgram
 
     served = CompiledProgram()
     served.program, served.lm, served.adapter = build_program("closed-book"), scripted_lm(), CompactJSONAdapter()
@@ -182,7 +182,7 @@ def test_the_served_model_reads_the_numpy_values_mlflows_server_hands_it():
 
 
 def test_serve_runs_the_scoring_app_with_this_python_on_the_fetched_model(monkeypatch):
-    """The server is this Python's uvicorn running ``serving_app.create_app`` (MLflow's scoring server behind the body
+    """The server is this Python's uvicorn running ``serving.app.create_app`` (MLflow's scoring server behind the body
     limit) on the model folder fetched from the tracking store, with the timeout and the limits it is given."""
     import sys
     from contextlib import contextmanager
@@ -206,7 +206,7 @@ def test_serve_runs_the_scoring_app_with_this_python_on_the_fetched_model(monkey
                                       "--max-concurrent", "2", "--max-queue", "5"])
     assert result.exit_code == 0, result.output
     command, env = seen["command"], seen["env"]
-    assert command[:5] == [sys.executable, "-m", "uvicorn", "--factory", "disambig.optimizers.serving_app:create_app"]
+    assert command[:5] == [sys.executable, "-m", "uvicorn", "--factory", "disambig.serving.app:create_app"]
     assert command[command.index("--port") + 1] == "5077" and command[command.index("--host") + 1] == "127.0.0.1"
     assert (seen["model_uri"], seen["store"]) == ("models:/disambig-dfa-spiderqa-72/1", "sqlite:///x.db")
     assert env["DISAMBIG_SERVE_MODEL_PATH"] == "/models/dfa" and env["MLFLOW_TRACKING_URI"] == "sqlite:///x.db"

@@ -16,10 +16,10 @@ from disambig.cli.ask_cmd import _show
 from disambig.lm.usage import Trace
 from disambig.optimizers.batch import answer_row, prediction_of
 from disambig.optimizers.batch_io import read_table, write_table
-from disambig.optimizers.serving_model import _answer
 from disambig.programs.conflicts import Conflict, Stance
 from disambig.programs.result import Interpretation, make_prediction
 from disambig.retrieval.passage import Passage
+from disambig.serving.model import _answer
 
 MEN = "Who has the most international goals in men's football?"
 PASSAGES = [Passage("p1", "Cristiano Ronaldo", "..."), Passage("p2", "Planted [bold]page[/bold]", "...")]

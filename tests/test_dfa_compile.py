@@ -66,7 +66,7 @@ def test_compile_dfa_with_gold_judging_demos_and_knob_search(tmp_path, monkeypat
     # the served model (what `disambig serve` runs) takes the scope and corpus from the request's columns
     import pandas as pd
 
-    from disambig.optimizers.serving_model import CompiledProgram
+    from disambig.serving.model import CompiledProgram
 
     served = CompiledProgram()
     served.program, served.lm, served.adapter = program, lm, CompactJSONAdapter()

@@ -1,4 +1,4 @@
-"""Fuzzed requests to the served program, through the app ``disambig serve`` runs (``serving_app.create_app``: MLflow's
+"""Fuzzed requests to the served program, through the app ``disambig serve`` runs (``serving.app.create_app``: MLflow's
 scoring server behind the body-size and admission limits) in this process: bodies of any JSON shape, nulls, numbers
 where text belongs, unicode edge cases (lone surrogates, NUL, bidi controls, combining marks), bytes that are not
 JSON, wrong content types and a 10 MB body. Each gets an answer per question (a failed row carries its error) or a
@@ -43,8 +43,8 @@ def served(tmp_path_factory):
     """The app for a closed-book state saved as a pyfunc model, with the scripted LM; its folder for snapshots."""
     from disambig.optimizers.artifact import save_artifact
     from disambig.optimizers.batch import save_pyfunc
-    from disambig.optimizers.serving_app import MODEL_PATH_ENV, create_app
     from disambig.programs import build_program
+    from disambig.serving.app import MODEL_PATH_ENV, create_app
 
     folder = tmp_path_factory.mktemp("served")
     patch = pytest.MonkeyPatch()

@@ -1,4 +1,5 @@
-"""Imports run one way: lm, data, retrieval → signatures → programs → metrics → evaluation → optimizers → cli.
+"""Imports run one way: lm, data, retrieval → signatures → programs → metrics → evaluation → optimizers → serving →
+cli.
 
 Every ``disambig.X`` import in a layer's files (module level or inside a function) may name only its own
 layer, a lower one, or the shared foundation (``disambig.errors``, ``disambig.settings``, ``disambig.paths``, the
@@ -12,13 +13,14 @@ subpackage (``adf/``, ``amd/``, ``dfa/``, ``diva/``, ``verdict/``) imports only 
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 RANK = {"lm": 0, "data": 0, "retrieval": 0, "signatures": 1, "programs": 2, "metrics": 3, "evaluation": 4,
-        "optimizers": 5}
+        "optimizers": 5, "serving": 6}
 FOUNDATION = {"disambig", "disambig.errors", "disambig.settings", "disambig.paths"}
 PROGRAMS = ROOT / "programs"
 PART_RANK = {"shared": 0, "adf": 1, "amd": 1, "dfa": 1, "diva": 1, "verdict": 1, "baselines": 2, "route": 2}
@@ -55,6 +57,12 @@ def upward_imports(folder: str) -> list[str]:
     return wrong
 
 
+def test_every_folder_mapped_into_disambig_is_a_layer() -> None:
+    """A folder ``pyproject.toml`` maps into ``disambig`` but ``RANK`` leaves out would count as the CLI, unchecked."""
+    mapping = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-dir"]
+    assert {name.split(".")[1] for name in mapping if name.count(".") == 1} - {"cli"} == set(RANK)
+
+
 @pytest.mark.parametrize("folder", sorted(RANK))
 def test_layer_imports_only_its_own_or_lower_layers(folder: str) -> None:
     assert upward_imports(folder) == []
@@ -65,6 +73,7 @@ def test_the_checker_sees_an_upward_import(tmp_path: Path) -> None:
     source.write_text("def f():\n    from disambig.optimizers.knobs import Knob\n", encoding="utf-8")
     assert imported_modules(source) == ["disambig.optimizers.knobs"]
     assert layer_of("disambig.optimizers.knobs") == "optimizers"
+    assert layer_of("disambig.serving.app") == "serving"
     assert layer_of("disambig.cli.app") == "cli"
     assert layer_of("disambig.errors") is None
 

@@ -147,7 +147,7 @@ def test_serve_hands_the_framing_to_the_server_process(monkeypatch, tmp_path):
         return 0
 
     monkeypatch.setattr("disambig.cli.serve_cmd.downloaded", downloaded)
-    monkeypatch.setattr("disambig.optimizers.serving_app.serve_command", lambda *a: (["true"], {}))
+    monkeypatch.setattr("disambig.serving.app.serve_command", lambda *a: (["true"], {}))
     monkeypatch.setattr("disambig.cli.process_group.run_as_group", run_as_group)
     monkeypatch.setattr("disambig.lm.server.check_port", lambda host, port: None)  # the default port may be busy here
     result = runner.invoke(app, ["serve", "models:/m/1", "--passage-framing", "plain"])
@@ -159,13 +159,13 @@ def test_serve_hands_the_framing_to_the_server_process(monkeypatch, tmp_path):
 def test_the_served_model_answers_in_the_framing_of_its_settings(monkeypatch, framing):
     """What ``serve`` and ``batch`` (locally and on Spark executors) load: ``CompiledProgram`` reads the framing from
     ``DISAMBIG_PASSAGE_FRAMING`` when it loads, and every request is answered in it."""
-    from disambig.optimizers.serving_model import CompiledProgram
     from disambig.programs import build_program
+    from disambig.serving.model import CompiledProgram
 
     lm, engine = scripted_lm(RAC_RULES)
     program = build_program("vanilla-rag", retriever=FakeRetriever([PLANTED, *CORPUS]), k=3, first_stage=0)
-    monkeypatch.setattr("disambig.optimizers.serving_cache.shared_program", lambda path, settings: program)
-    monkeypatch.setattr("disambig.optimizers.serving_cache.shared_lm", lambda settings: lm)
+    monkeypatch.setattr("disambig.serving.cache.shared_program", lambda path, settings: program)
+    monkeypatch.setattr("disambig.serving.cache.shared_lm", lambda settings: lm)
     monkeypatch.setenv("DISAMBIG_PASSAGE_FRAMING", framing)
     model = CompiledProgram()
     model.load_context(SimpleNamespace(artifacts={"state": "state.json"}))

@@ -196,7 +196,7 @@ def test_route_state_round_trips_without_pickle_and_refuses_missing_candidates(t
 
 
 def test_the_served_model_returns_a_clarify_rows_question_and_options():
-    from disambig.optimizers.serving_model import _answer
+    from disambig.serving.model import _answer
 
     configure()
     route = build_program("route", FakeHybrid(), candidates=["closed-book"], allow=["clarify"])

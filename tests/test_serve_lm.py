@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 from disambig.cli import app
 from disambig.optimizers.artifact import save_artifact
-from disambig.optimizers.serving_lm import served_lm
-from disambig.optimizers.serving_ping import PingLM
 from disambig.programs import build_program
+from disambig.serving.lm import served_lm
+from disambig.serving.ping import PingLM
 
 runner = CliRunner()
 
@@ -111,7 +111,7 @@ def test_ping_names_the_lm_and_other_paths_reach_the_app():
 
 def test_the_served_app_pings_with_the_lm_serve_hands_it(monkeypatch, tmp_path):
     from disambig.optimizers.batch import save_pyfunc
-    from disambig.optimizers.serving_app import create_app
+    from disambig.serving.app import create_app
 
     state = save_artifact(build_program("closed-book"), tmp_path / "art" / "plain.json",
                           {"program": "closed-book", "optimizer": "none"})

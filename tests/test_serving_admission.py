@@ -15,9 +15,9 @@ import httpx
 import pytest
 from batch_fakes import FACTORY, scripted_answer
 
-from disambig.optimizers.serving_admission import AdmissionLimit
-from disambig.optimizers.serving_app import BodyLimit
 from disambig.programs import build_program
+from disambig.serving.admission import AdmissionLimit
+from disambig.serving.app import BodyLimit
 
 
 def gated_app(gate: asyncio.Event, entered: list[str]):

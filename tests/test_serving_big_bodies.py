@@ -17,8 +17,8 @@ from collections import Counter
 import pytest
 import uvicorn
 
-from disambig.optimizers.serving_admission import AdmissionLimit
-from disambig.optimizers.serving_app import BodyLimit
+from disambig.serving.admission import AdmissionLimit
+from disambig.serving.app import BodyLimit
 
 LIMIT = 1_000_000  # the default --max-request-bytes
 

@@ -20,10 +20,10 @@ import urllib.error
 import pytest
 from serving_sockets import BODY, head, normal_request, read_until_closed, serving, still_open
 
-from disambig.optimizers.serving_admission import AdmissionLimit
-from disambig.optimizers.serving_app import BodyLimit
-from disambig.optimizers.serving_connections import MAX_CONNECTIONS_ENV, check_max_connections, longest_waiting
-from disambig.optimizers.serving_protocol import READ_TIMEOUT_ENV
+from disambig.serving.admission import AdmissionLimit
+from disambig.serving.app import BodyLimit
+from disambig.serving.connections import MAX_CONNECTIONS_ENV, check_max_connections, longest_waiting
+from disambig.serving.protocol import READ_TIMEOUT_ENV
 
 READ_SECONDS = 5.0
 
@@ -69,7 +69,7 @@ def test_serve_records_the_bound_and_the_write_timeout_and_refuses_a_bound_too_l
     assert served.exit_code == 0, served.output
     assert (seen["env"]["DISAMBIG_SERVE_MAX_CONNECTIONS"], seen["env"]["DISAMBIG_SERVE_WRITE_TIMEOUT"]) == ("30", "7")
     http = seen["command"][seen["command"].index("--http") + 1]
-    assert http == "disambig.optimizers.serving_connections:ConnectionLimitProtocol"
+    assert http == "disambig.serving.connections:ConnectionLimitProtocol"
     seen.clear()
     refused = CliRunner().invoke(app, ["serve", "models:/m/1", "--max-connections", "20"])  # defaults 4 + 16
     assert refused.exit_code == 2 and "raise it to at least 21" in refused.output and not seen

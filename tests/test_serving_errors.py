@@ -6,7 +6,7 @@ import json
 
 from starlette.testclient import TestClient
 
-from disambig.optimizers.serving_errors import HideStackTraces
+from disambig.serving.errors import HideStackTraces
 
 
 def replying(status: int, payload: dict):
@@ -38,8 +38,8 @@ def test_the_served_app_hides_mlflows_stack_trace_for_a_body_it_cannot_parse(tmp
 
     from disambig.optimizers.artifact import save_artifact
     from disambig.optimizers.batch import save_pyfunc
-    from disambig.optimizers.serving_app import MODEL_PATH_ENV, create_app
     from disambig.programs import build_program
+    from disambig.serving.app import MODEL_PATH_ENV, create_app
 
     monkeypatch.setenv("DISAMBIG_LM_FACTORY", FACTORY)
     state = save_artifact(build_program("closed-book"), tmp_path / "art" / "plain.json",

@@ -15,9 +15,9 @@ from dspy.utils import DummyLM
 from starlette.testclient import TestClient
 
 from disambig.lm.adapter import CompactJSONAdapter
-from disambig.optimizers.serving_app import BodyLimit
-from disambig.optimizers.serving_model import BadRequest, CompiledProgram
 from disambig.programs import build_program
+from disambig.serving.app import BodyLimit
+from disambig.serving.model import BadRequest, CompiledProgram
 
 
 @pytest.fixture

@@ -21,9 +21,9 @@ import time
 import pytest
 from serving_sockets import BODY, head, normal_request, read_until_closed, serving, trickle
 
-from disambig.optimizers.serving_admission import AdmissionLimit
-from disambig.optimizers.serving_app import BodyLimit, serve_command
-from disambig.optimizers.serving_protocol import READ_TIMEOUT_ENV
+from disambig.serving.admission import AdmissionLimit
+from disambig.serving.app import BodyLimit, serve_command
+from disambig.serving.protocol import READ_TIMEOUT_ENV
 
 READ_SECONDS = 1.0
 
@@ -125,7 +125,7 @@ def test_a_client_gone_mid_body_leaves_no_count_behind(server):
 
 def test_serve_runs_uvicorn_with_the_serving_protocol_and_the_read_timeout():
     command, env = serve_command("/models/x", "127.0.0.1", 5001, 60, 1000, read_timeout=7)
-    assert command[command.index("--http") + 1] == "disambig.optimizers.serving_connections:ConnectionLimitProtocol"
+    assert command[command.index("--http") + 1] == "disambig.serving.connections:ConnectionLimitProtocol"
     assert env[READ_TIMEOUT_ENV] == "7"
 
 

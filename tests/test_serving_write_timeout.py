@@ -15,7 +15,7 @@ import time
 import pytest
 from serving_sockets import BODY, normal_request, read_until_closed, serving
 
-from disambig.optimizers.serving_write import WRITE_TIMEOUT_ENV
+from disambig.serving.write import WRITE_TIMEOUT_ENV
 
 BIG = 16_000_000
 

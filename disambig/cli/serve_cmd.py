@@ -1,5 +1,5 @@
 """``disambig serve``: serve a registered compiled program over HTTP with MLflow's scoring server
-(``disambig.optimizers.serving_app``)."""
+(``disambig.serving.app``)."""
 
 from __future__ import annotations
 
@@ -75,10 +75,10 @@ def serve(
     from disambig.lm import parse_spec
     from disambig.lm.runtime import check_remote_lm
     from disambig.lm.server import check_port
-    from disambig.optimizers.serving_app import serve_command
-    from disambig.optimizers.serving_cache import LM_FACTORY_ENV
-    from disambig.optimizers.serving_connections import check_max_connections
-    from disambig.optimizers.serving_lm import LM_ENV, served_lm
+    from disambig.serving.app import serve_command
+    from disambig.serving.cache import LM_FACTORY_ENV
+    from disambig.serving.connections import check_max_connections
+    from disambig.serving.lm import LM_ENV, served_lm
     from disambig.settings import load_settings
 
     check_max_connections(max_connections, max_concurrent, max_queue)

@@ -3,7 +3,7 @@ machine can run it, else the default.
 
 ``disambig serve`` fetches the model folder (the compiled state and its manifest), chooses the LM here, hands it to
 the server process as ``DISAMBIG_LM`` and says which it is on its startup line; the server's ``/ping`` says it again
-(``serving_ping``).
+(``serving.ping``).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import struct
 from contextlib import suppress
 from typing import Any
 
-from disambig.optimizers.serving_protocol import HeaderTimeoutProtocol
+from disambig.serving.protocol import HeaderTimeoutProtocol
 
 WRITE_TIMEOUT_ENV = "DISAMBIG_SERVE_WRITE_TIMEOUT"
 DEFAULT_WRITE_TIMEOUT = 20.0

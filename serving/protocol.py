@@ -5,8 +5,8 @@ response: a client that connects and sends nothing, or sends its request line an
 its connection (a file descriptor, a protocol object) for as long as it likes (measured on loopback: six such
 connections were all still open after 15 s, ``bench/slow_clients.py``). ``HeaderTimeoutProtocol`` closes a
 connection whose next request's headers have not all arrived ``DISAMBIG_SERVE_READ_TIMEOUT`` seconds after it opened
-or after its last response; the body's own deadline is ``serving_app.BodyLimit``'s. ``disambig serve`` runs it as
-the base of ``serving_write.WriteTimeoutProtocol`` and ``serving_connections.ConnectionLimitProtocol``, the protocol
+or after its last response; the body's own deadline is ``serving.app.BodyLimit``'s. ``disambig serve`` runs it as
+the base of ``serving.write.WriteTimeoutProtocol`` and ``serving.connections.ConnectionLimitProtocol``, the protocol
 it passes to uvicorn (``--http``).
 """
 

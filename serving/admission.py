@@ -4,7 +4,7 @@ waiting for a turn, and HTTP 503 with ``Retry-After`` for any request beyond tha
 MLflow's scoring app answers each request in a thread of the event loop's default pool, and a request that finds every
 thread busy waits in the pool's queue, which has no bound: past capacity, clients wait with no answer (or time out)
 while the server keeps accepting. ``AdmissionLimit`` sits in front of the app, so a request is either answered in its
-turn or refused at once with a one-line reason; a refused body is read and dropped (``serving_drain``), never parsed.
+turn or refused at once with a one-line reason; a refused body is read and dropped (``serving.drain``), never parsed.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from disambig.optimizers.serving_drain import drain
+from disambig.serving.drain import drain
 
 DEFAULT_MAX_CONCURRENT = 4
 DEFAULT_MAX_QUEUE = 16

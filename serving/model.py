@@ -4,7 +4,7 @@
 nothing is pickled. The program, its knobs and its retriever (kind and corpus) come from the manifest logged with
 the state; run settings (LM spec, judge LM, cache directory of the indexes, threads...) from the ``DISAMBIG_*``
 variables of the process (default: the embedded model), which ``disambig batch`` sets for Spark executors. The LM
-and the loaded program are kept per process (``disambig.optimizers.serving_cache``), so a Spark worker that loads
+and the loaded program are kept per process (``disambig.serving.cache``), so a Spark worker that loads
 the model for every task builds them once.
 """
 
@@ -19,7 +19,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
 from mlflow.pyfunc import PythonModel
 
-from disambig.optimizers.serving_input import check_questions, record_inputs, request_records
+from disambig.serving.input import check_questions, record_inputs, request_records
 
 ANSWER_FIELDS = ("question", "long_answer", "interpretations", "conflicts", "conflict_note", "passages", "trace",
                  "error", "extra")
@@ -43,7 +43,7 @@ class CompiledProgram(PythonModel):
 
     A count program (``dfa``, its baselines) counts over chunks, so its rows also carry ``corpus`` (a chunk file on
     the server, e.g. a built SpiderQA folder's ``corpus.jsonl``) and ``scope`` (a database id in it): DataFrame
-    columns, lists of dicts, or a dict of columns (``disambig.optimizers.serving_input``).
+    columns, lists of dicts, or a dict of columns (``disambig.serving.input``).
 
     On a remote LM the records of one call are answered on up to ``DISAMBIG_THREADS`` threads at once (results in
     record order); the in-process model answers them one after another. Passages are framed as
@@ -52,7 +52,7 @@ class CompiledProgram(PythonModel):
     def load_context(self, context: Any) -> None:
         from disambig.lm.parallel import question_workers
         from disambig.lm.runtime import default_adapter
-        from disambig.optimizers.serving_cache import shared_lm, shared_program
+        from disambig.serving.cache import shared_lm, shared_program
         from disambig.settings import load_settings
 
         settings = load_settings()

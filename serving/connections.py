@@ -25,7 +25,7 @@ import os
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any, Protocol, TypeVar
 
-from disambig.optimizers.serving_write import WriteTimeoutProtocol, drop, peer
+from disambig.serving.write import WriteTimeoutProtocol, drop, peer
 
 MAX_CONNECTIONS_ENV = "DISAMBIG_SERVE_MAX_CONNECTIONS"
 DEFAULT_MAX_CONNECTIONS = 64
@@ -81,7 +81,7 @@ class ConnectionRefusal:
 class ConnectionLimitProtocol(WriteTimeoutProtocol):
     """``WriteTimeoutProtocol`` (read and write timeouts) holding at most ``max_connections`` connections per worker.
 
-    ``disambig serve`` passes it to uvicorn as ``--http disambig.optimizers.serving_connections:
+    ``disambig serve`` passes it to uvicorn as ``--http disambig.serving.connections:
     ConnectionLimitProtocol``; uvicorn's set of a worker's connections (``self.connections``) is what is counted.
     """
 

@@ -1,5 +1,5 @@
 """The HTTP app ``disambig serve`` runs: MLflow's scoring server for a compiled program's pyfunc model, behind a limit
-on the work it holds (``serving_admission``), and that behind a bound on the size of a request body and the time it
+on the work it holds (``serving.admission``), and that behind a bound on the size of a request body and the time it
 may take to arrive.
 
 MLflow's server reads and parses any body, however large, and the program then tokenises it; a body over the limit
@@ -16,13 +16,13 @@ import sys
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from disambig.optimizers.serving_admission import DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_QUEUE, AdmissionLimit
-from disambig.optimizers.serving_connections import DEFAULT_MAX_CONNECTIONS, MAX_CONNECTIONS_ENV
-from disambig.optimizers.serving_drain import drain
-from disambig.optimizers.serving_errors import HideStackTraces
-from disambig.optimizers.serving_ping import PingLM
-from disambig.optimizers.serving_protocol import DEFAULT_READ_TIMEOUT, READ_TIMEOUT_ENV
-from disambig.optimizers.serving_write import DEFAULT_WRITE_TIMEOUT, WRITE_TIMEOUT_ENV
+from disambig.serving.admission import DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_QUEUE, AdmissionLimit
+from disambig.serving.connections import DEFAULT_MAX_CONNECTIONS, MAX_CONNECTIONS_ENV
+from disambig.serving.drain import drain
+from disambig.serving.errors import HideStackTraces
+from disambig.serving.ping import PingLM
+from disambig.serving.protocol import DEFAULT_READ_TIMEOUT, READ_TIMEOUT_ENV
+from disambig.serving.write import DEFAULT_WRITE_TIMEOUT, WRITE_TIMEOUT_ENV
 
 MODEL_PATH_ENV = "DISAMBIG_SERVE_MODEL_PATH"
 MAX_BYTES_ENV = "DISAMBIG_MAX_REQUEST_BYTES"
@@ -45,7 +45,7 @@ class BodyLimit:
 
     The whole body is read here before ``app`` sees the request, so a client sending it slowly (or stalling short of
     its ``Content-Length``) holds no place of the ``AdmissionLimit`` behind. The rest of a refused body, up to
-    ``drain_factor`` times the limit, is read and dropped before the 413 is sent (``serving_drain``), so that its
+    ``drain_factor`` times the limit, is read and dropped before the 413 is sent (``serving.drain``), so that its
     client reads the reason. A body declared larger than that is refused at once.
     """
 
@@ -117,7 +117,7 @@ class BodyLimit:
 
 def create_app() -> BodyLimit:
     """MLflow's scoring app for the model folder in ``DISAMBIG_SERVE_MODEL_PATH`` (its error replies without stack
-    traces, ``serving_errors``; its ``/ping`` naming the LM of ``DISAMBIG_LM``, ``serving_ping``), behind
+    traces, ``serving.errors``; its ``/ping`` naming the LM of ``DISAMBIG_LM``, ``serving.ping``), behind
     ``AdmissionLimit`` with the limits in ``DISAMBIG_SERVE_MAX_CONCURRENT`` and ``DISAMBIG_SERVE_MAX_QUEUE``, behind
     ``BodyLimit`` with the limit in ``DISAMBIG_MAX_REQUEST_BYTES`` and the deadline in ``DISAMBIG_SERVE_READ_TIMEOUT``:
     a body is read in full before the request takes a place, and a refused request's body is never parsed."""
@@ -139,12 +139,12 @@ def serve_command(model_path: str, host: str, port: int, timeout: int, max_bytes
                   max_connections: int = DEFAULT_MAX_CONNECTIONS) -> tuple[list[str], dict]:
     """The uvicorn command (this Python's) that serves the model folder ``model_path``, and the variables it needs.
 
-    Its HTTP protocol is ``serving_connections.ConnectionLimitProtocol`` (uvicorn's h11 one, closing a connection
+    Its HTTP protocol is ``serving.connections.ConnectionLimitProtocol`` (uvicorn's h11 one, closing a connection
     that sends no complete request headers within ``read_timeout`` seconds or whose answer waits ``write_timeout``
     seconds for the socket, and holding at most ``max_connections`` connections)."""
     command = [sys.executable, "-m", "uvicorn", "--factory", f"{__name__}:create_app", "--host", host,
                "--port", str(port), "--workers", "1",
-               "--http", "disambig.optimizers.serving_connections:ConnectionLimitProtocol"]
+               "--http", "disambig.serving.connections:ConnectionLimitProtocol"]
     return command, {MODEL_PATH_ENV: model_path, MAX_BYTES_ENV: str(max_bytes), TIMEOUT_ENV: str(timeout),
                      MAX_CONCURRENT_ENV: str(max_concurrent), MAX_QUEUE_ENV: str(max_queue),
                      READ_TIMEOUT_ENV: f"{read_timeout:g}", WRITE_TIMEOUT_ENV: f"{write_timeout:g}",

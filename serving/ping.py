@@ -1,7 +1,7 @@
 """``GET /ping`` of the served program says which LM answers.
 
 MLflow's scoring server answers ``/ping`` with an empty 200. ``disambig serve`` chooses the LM when it starts
-(``serving_lm``) and a client, a load balancer's health check or a person with ``curl`` should be able to see it
+(``serving.lm``) and a client, a load balancer's health check or a person with ``curl`` should be able to see it
 without reading the server's log: ``PingLM`` answers ``/ping`` with ``{"status": "ok", "lm": SPEC}``, status 200.
 """
 
