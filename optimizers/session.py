@@ -100,14 +100,12 @@ def search_knobs(program_name: str, retriever: Any, trainset: list, metric: Any,
     is neither fitted nor searched; the result holds it too. Each trial's values and train-split score are
     appended to ``seen`` (the manifest's ``knob_trials``).
     """
-    import importlib
-
     from disambig.optimizers.compile import score
     from disambig.optimizers.knobs import knob_space, tune_knobs
-    from disambig.programs import PROGRAMS, build_program
+    from disambig.programs import build_program
+    from disambig.programs.registry import program_class
 
-    module_name, _, class_name = PROGRAMS[program_name].target.partition(":")
-    program_cls = getattr(importlib.import_module(module_name), class_name)
+    program_cls = program_class(program_name)
     fixed = fixed or {}
     fitted = program_cls.fit_gate(retriever, trainset) if hasattr(program_cls, "fit_gate") else {}
     fitted = {name: value for name, value in fitted.items() if name not in fixed}

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from dataclasses import dataclass
 from typing import Any
 
 from disambig.errors import ConfigurationError
+from disambig.programs.moved import locate
 
 
 @dataclass(frozen=True)
@@ -150,11 +150,11 @@ def check_options(name: str, options: dict[str, Any]) -> None:
 
 
 def program_class(name: str) -> type:
-    """The class registered as ``name`` (imported on demand)."""
+    """The class registered as ``name`` (imported on demand; a target naming a module from before issue 39's move
+    is read at its new path, ``programs/moved.py``)."""
     if name not in PROGRAMS:
         raise unknown_program(name)
-    module_name, _, class_name = PROGRAMS[name].target.partition(":")
-    return getattr(importlib.import_module(module_name), class_name)
+    return locate(PROGRAMS[name].target)
 
 
 def program_options(name: str) -> list[str] | None:
