@@ -41,8 +41,10 @@ demo: $(STAMP)
 	$(VENV)/bin/disambig lm check
 	$(VENV)/bin/disambig ask "Who has the highest goals in world football?" --program vanilla-rag
 
+# The suite runs on every core (pytest-xdist; the slow end-to-end tests included); TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= auto
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
