@@ -81,12 +81,12 @@ def spiderqa_run(name: str, naces: list[float]) -> dict:
 def test_spiderqa_table_calls_a_lower_nace_better(bench):
     table = bench("bench.quality.spiderqa_table")
     runs = [spiderqa_run("naive-rag-count-k5", [0.5, 0.5, 1.0]), spiderqa_run("dfa", [0.25, 0.25, 0.75])]
-    text = table.section("runs", runs, "t", paper=False)
+    text = table.section("runs", runs, paper=False)
     assert "| chunk recall | Δ NACE mean vs naive-rag-count-k5 [95% CI] | LM calls/q |" in text
     assert "| `naive-rag-count-k5` | 3 | 0 | 0.667 | 0.500 | 0.667 | 0 | 1.000 | reference |" in text
     assert "| `dfa` | 3 | 0 | 0.417 | 0.250 | 0.417 | 0 | 1.000 | -0.250 [-0.250, -0.250] better |" in text
     assert "Reference: `naive-rag-count-k5` (Naive RAG at k = 5" in text
-    alone = table.section("runs", runs[1:], "t", paper=False)
+    alone = table.section("runs", runs[1:], paper=False)
     assert "| 1.000 | – |" in alone and "is not among these runs" in alone
 
 
@@ -106,7 +106,7 @@ def test_grounded_table_measures_g_f1_against_the_named_reference(bench):
     assert "| Δ G-F1 (points) vs rac-top20 [95% CI] | unparsable |" in text
     assert "| +16.67 [+16.67, +16.67] better | 0 |" in text and "| reference | 0 |" in text
     assert "| – | 0 |" in grounded.table(rows)  # no vanilla-rag among them
-    note = grounded.section("--runs r", rows, {"judge_lm": "j", "judge_model": "m"}, "own", "g", "vanilla-rag")
+    note = grounded.section("--runs r", rows, {"judge_lm": "j", "judge_model": "m"}, "own", "vanilla-rag")
     assert "Reference: `vanilla-rag` (not among these runs: no row has a Δ)" in note
 
 

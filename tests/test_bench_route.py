@@ -1,5 +1,4 @@
-"""``bench/quality/route_table.py`` and ``bench/quality/route_faithful.py``: the router's tables from stored answers,
-no LM."""
+"""``bench/quality/route.py``: the router's tables composed from stored answers (table, faithful, e2e), no LM."""
 
 from __future__ import annotations
 
@@ -41,7 +40,7 @@ def test_route_table_composes_the_chosen_answers_and_the_oracle(tmp_path, bench)
     decisions = [{"id": i, "action": f"answer:{p}", "program": p,
                   "probabilities": {"answer:vanilla-rag": 0.5, "answer:adf": 0.5}}
                  for i, p in zip(IDS, ["vanilla-rag"] * 4 + ["adf"] * 2 + ["vanilla-rag"] * 2, strict=True)]
-    text = bench("bench.quality.route_table").table(decisions, tmp_path, "asqa", "str-em", [])
+    text = bench("bench.quality.route").table(decisions, tmp_path, "asqa", "str-em", [])
     rows = {line.split(" | ")[0].strip("| "): line.split(" | ") for line in text.splitlines() if line.startswith("|")}
     assert rows["route"][1] == "0.750"
     assert rows["route"][4] == "3.00"  # (6 x 2 + 2 x 6) / 8
@@ -61,7 +60,7 @@ def test_route_faithful_counts_identical_answers_and_compares_the_metric(tmp_pat
     rows[1]["prediction"] = None  # q1 failed end to end: no answer, its stored empty scores
     rows[1]["scores"]["str-em"] = 0.0
     (e2e / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    text = bench("bench.quality.route_faithful").compare(e2e, tmp_path, "asqa", "str-em",
+    text = bench("bench.quality.route").faithful(e2e, tmp_path, "asqa", "str-em",
                                                          {i: "vanilla-rag" for i in IDS})
     assert "the run chose the predicted candidate on 7 and failed 1" in text
     assert "identical long answer and interpretations on 5 of 8" in text
@@ -76,9 +75,9 @@ def test_route_faithful_refuses_a_run_with_no_stored_counterpart(tmp_path, bench
     (tmp_path / "asqa-dev" / "adf").mkdir(parents=True)
     (tmp_path / "asqa-dev" / "adf" / "results.jsonl").write_text("", encoding="utf-8")
     with pytest.raises(SystemExit, match="no question"):
-        bench("bench.quality.route_faithful").compare(e2e, tmp_path, "asqa", "str-em", {i: "adf" for i in IDS})
+        bench("bench.quality.route").faithful(e2e, tmp_path, "asqa", "str-em", {i: "adf" for i in IDS})
     with pytest.raises(SystemExit, match="no decision"):
-        bench("bench.quality.route_faithful").compare(e2e, tmp_path, "asqa", "str-em", {})
+        bench("bench.quality.route").faithful(e2e, tmp_path, "asqa", "str-em", {})
 
 
 def cascade_run(folder: Path, asqa_file: str) -> Path:
@@ -106,7 +105,7 @@ def cascade_run(folder: Path, asqa_file: str) -> Path:
 
 
 def test_route_cascade_e2e_scores_the_first_stage_from_the_trace(tmp_path, bench, asqa_file):
-    text = bench("bench.quality.route_cascade_e2e").compare(cascade_run(tmp_path / "e2e", asqa_file), asqa_file,
+    text = bench("bench.quality.route").e2e(cascade_run(tmp_path / "e2e", asqa_file), asqa_file,
                                                             "str-em", [])
     lines = {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| ")}
     # str-em over 6 questions: the first stage is right on mini-2 and mini-4, the cascade on mini-1 and mini-4.
@@ -119,7 +118,7 @@ def test_route_cascade_e2e_scores_the_first_stage_from_the_trace(tmp_path, bench
 
 
 def test_route_cascade_e2e_splits_the_run_at_a_question(tmp_path, bench, asqa_file):
-    text = bench("bench.quality.route_cascade_e2e").compare(cascade_run(tmp_path / "e2e", asqa_file), asqa_file,
+    text = bench("bench.quality.route").e2e(cascade_run(tmp_path / "e2e", asqa_file), asqa_file,
                                                             "str-em", [], 2)
     # mini-1..2: the cascade right on mini-1, its first stage on mini-2; mini-3..6: both right on mini-4 only.
     assert "| route cascade, questions 1-2 | 0.500 (first stage 0.500) | +0.000 [" in text
@@ -129,4 +128,4 @@ def test_route_cascade_e2e_splits_the_run_at_a_question(tmp_path, bench, asqa_fi
 def test_route_cascade_e2e_refuses_a_run_that_is_not_a_cascade(tmp_path, bench, asqa_file):
     plain = run(tmp_path / "plain", "vanilla-rag", VANILLA, 2)
     with pytest.raises(SystemExit, match="not a route cascade run"):
-        bench("bench.quality.route_cascade_e2e").compare(plain, asqa_file, "str-em", [])
+        bench("bench.quality.route").e2e(plain, asqa_file, "str-em", [])

@@ -56,7 +56,7 @@ def test_spiderqa_table_rescores_stored_counts_on_the_common_questions(tmp_path,
     assert rows["runs-b"]["ace_mean"] == 4 and rows["runs-b"]["recall"] == 0 and rows["runs-b"]["failures"] == 1
     both = table.summary(table.scored(exact), ["q1", "q2"])
     assert both["nace_median"] == pytest.approx(0.25) and both["ace_mean"] == 0.5 and both["lm_calls"] == 2
-    text = table.section("runs", [table.scored(exact), table.scored(failed)], "t")
+    text = table.section("runs", [table.scored(exact), table.scored(failed)])
     assert "1 questions every run answered" in text and "| `runs-b` | 1 | 1 | 1.000 |" in text
     assert "| DFA | 0.262 | 0.143 | 4.000 | 0.891 |" in text
 

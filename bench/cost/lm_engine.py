@@ -21,6 +21,10 @@ import os
 import time
 from pathlib import Path
 
+from bench.harness import Script
+
+SCRIPT = Script.of(__file__)
+
 
 def run(model: str, mode: str, limit: int, artifact: str = "") -> list[dict]:
     import dspy
@@ -95,18 +99,12 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", default=["none", "last", "ram"], choices=["none", "last", "ram"])
     parser.add_argument("--limit", type=int, default=3)
     parser.add_argument("--artifact", default="", help="A compiled DIVA state (default: the uncompiled program).")
-    parser.add_argument("--out", type=Path, default=Path("runs/bench-lm-engine.json"))
+    parser.add_argument("--out", type=Path, default=Path("bench/results/lm-engine.json"))
     parser.add_argument("--report", type=Path, help="print the table of a results file and exit")
     parser.add_argument("--results", type=Path, help="with --report: also write the table into this file's section")
     args = parser.parse_args()
     if args.report:
-        text = report(json.loads(args.report.read_text(encoding="utf-8")))
-        print(text)
-        if args.results:
-            from bench.quality.rescore import replace_section
-
-            begin, end = "<!-- bench/cost/lm_engine.py:begin -->", "<!-- bench/cost/lm_engine.py:end -->"
-            replace_section(args.results, f"{begin}\n{text}\n{end}", begin, end)
+        SCRIPT.section(args.results, report(json.loads(args.report.read_text(encoding="utf-8"))))
         return
     rows = [row for model in args.models for mode in args.modes for row in run(model, mode, args.limit, args.artifact)]
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -22,6 +22,10 @@ import statistics
 import sys
 from pathlib import Path
 
+from bench.harness import Rows, Script
+
+SCRIPT = Script.of(__file__)
+
 
 def build_name() -> str:
     """``portable`` for a build with its CPU backend built in, ``dispatch`` for one loading a backend per CPU."""
@@ -33,7 +37,6 @@ def build_name() -> str:
 
 
 def measure(model: str, threads: int, repeats: int) -> dict:
-    from disambig.evaluation.code_version import code_stamp
     from disambig.lm.check import _speeds
     from disambig.lm.spec import make_lm
 
@@ -44,7 +47,6 @@ def measure(model: str, threads: int, repeats: int) -> dict:
         "model": model, "build": build_name(), "threads": threads,
         "prefill": [round(p, 1) for p, _ in rates], "decode": [round(d, 1) for _, d in rates],
         "load_avg": round(os.getloadavg()[0], 2), "cpu": platform.processor() or platform.machine(),
-        "code": code_stamp(),
     }
 
 
@@ -70,21 +72,12 @@ def main() -> None:
     parser.add_argument("--results", type=Path, help="with --report: also write the table into this file's section")
     args = parser.parse_args()
     if args.report:
-        text = report(args.report)
-        print(text)
-        if args.results:
-            from bench.quality.rescore import replace_section
-
-            begin, end = "<!-- bench/cost/lm_speed.py:begin -->", "<!-- bench/cost/lm_speed.py:end -->"
-            replace_section(args.results, f"{begin}\n{text}\n{end}", begin, end)
+        SCRIPT.section(args.results, report(args.report))
         return
-    args.out.parent.mkdir(parents=True, exist_ok=True)
+    rows = Rows(args.out)  # every run appends: one file holds the rows of every build measured
     for model in args.models:
         for threads in args.threads:
-            row = measure(model, threads, args.repeats)
-            print(json.dumps(row), file=sys.stderr)
-            with args.out.open("a") as handle:
-                handle.write(json.dumps(row) + "\n")
+            print(json.dumps(rows.add(measure(model, threads, args.repeats))), file=sys.stderr)
 
 
 if __name__ == "__main__":

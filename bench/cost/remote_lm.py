@@ -13,6 +13,8 @@ loopback port for its chunk (each of the P workers gets max(1, 2 // P) threads) 
 then sends Q questions at once (`--threads Q`) and C calls at once inside a question (`--parallel-calls C`).
 In-process runs the model inside `eval` with both cores. The Spark settings answer through `eval --engine spark
 --master local[2]`: each executor loads its own model, or all send to one server; their time is the whole job's.
+Every command runs the code of a clean worktree at ``--commit`` (default HEAD; ``bench.harness.clean_worktree``), so
+the rows carry that commit.
 
 Timing: while `eval` runs, this script notes when each new row appears in results.jsonl. A chunk's answering time is
 from the earliest (appearance - the row's own seconds) to the last appearance, so command start-up, index and model
@@ -25,9 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -38,11 +38,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-# The installed command; DISAMBIG_BENCH_CLI (e.g. "python /tmp/wt.py") runs another checkout's code instead.
-DISAMBIG = shlex.split(os.environ.get("DISAMBIG_BENCH_CLI", "")) or [str(Path(sys.executable).with_name("disambig"))]
+from bench.harness import Script, clean_worktree, cpu_name, free_port, python_in
+from bench.harness.docs import CHECKOUT
+
+SCRIPT = Script.of(__file__)
+STORED = CHECKOUT / "bench" / "results" / "remote-lm"
 CORES = 2
-BEGIN, END = "<!-- bench/cost/remote_lm.py:{}:begin -->", "<!-- bench/cost/remote_lm.py:{}:end -->"
 
 
 @dataclass(frozen=True)
@@ -93,12 +94,6 @@ SETTINGS = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def child_env() -> dict[str, str]:
     """The environment of `eval` and the server: no response cache, no inherited LM or endpoint choice."""
     env = {k: v for k, v in os.environ.items() if k not in ("DISAMBIG_LM", "DISAMBIG_API_BASE", "DISAMBIG_THREADS")}
@@ -107,11 +102,11 @@ def child_env() -> dict[str, str]:
     return env
 
 
-def server_command(setting: Setting, port: int) -> list[str]:
+def server_command(setting: Setting, port: int, cli: list[str]) -> list[str]:
     """`disambig lm serve` of the default model with the setting's workers, or llama.cpp's llama-server with as many
     slots (each slot's context as large as one worker's)."""
     if not setting.llama_server:
-        return [*DISAMBIG, "lm", "serve", "--port", str(port), "--parallel", str(setting.workers), "--threads",
+        return [*cli, "lm", "serve", "--port", str(port), "--parallel", str(setting.workers), "--threads",
                 str(CORES), "--prompt-cache-mb", "512" if setting.prompt_cache else "0"]
     from disambig.lm.spec import local_file, parse_spec
     from disambig.settings import load_settings
@@ -126,13 +121,13 @@ def server_command(setting: Setting, port: int) -> list[str]:
 
 
 @contextmanager
-def server(setting: Setting, log_path: Path) -> Iterator[tuple[str, str, float]]:
+def server(setting: Setting, log_path: Path, cli: list[str]) -> Iterator[tuple[str, str, float]]:
     """The setting's server on a free loopback port; yields (api base, model id, start s)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
     start = time.monotonic()
     with log_path.open("a") as log:
-        process = subprocess.Popen(server_command(setting, port), stdout=log, stderr=subprocess.STDOUT,
+        process = subprocess.Popen(server_command(setting, port, cli), stdout=log, stderr=subprocess.STDOUT,
                                    env=child_env(), start_new_session=True)
     try:
         model = wait_ready(process, url, log_path)
@@ -168,7 +163,7 @@ def row_count(path: Path) -> int:
         return sum(1 for line in f if line.endswith(b"\n"))
 
 
-def run_eval(program: str, folder: Path, limit: int, setting: Setting, lm: list[str]) -> dict:
+def run_eval(program: str, folder: Path, limit: int, setting: Setting, lm: list[str], cli: list[str]) -> dict:
     """One `disambig eval` up to ``limit`` questions; when each new row appeared, and the command's wall time."""
     folder.mkdir(parents=True, exist_ok=True)
     results = folder / "results.jsonl"
@@ -178,7 +173,7 @@ def run_eval(program: str, folder: Path, limit: int, setting: Setting, lm: list[
     if setting.spark:  # one partition per executor; an executor's own model gets one thread
         threads = 1
         spark = ["--engine", "spark", "--master", f"local[{setting.spark}]", "--partitions", str(setting.spark)]
-    command = [*DISAMBIG, "eval", program, "--dataset", "asqa", "--split", "dev", "--limit", str(limit), *spark,
+    command = [*cli, "eval", program, "--dataset", "asqa", "--split", "dev", "--limit", str(limit), *spark,
                "--threads", str(threads), "--parallel-calls", str(setting.calls),
                "--no-track", "--no-cache", "--out", str(folder), *lm]
     start = time.monotonic()
@@ -207,8 +202,8 @@ def code_of(rows: list[dict]) -> str:
     return ",".join(sorted(stamps))
 
 
-def run(program: str, names: list[str], limit: int, chunk: int, out: Path) -> None:
-    """Every setting up to ``limit`` questions, ``chunk`` at a time, round robin."""
+def run(program: str, names: list[str], limit: int, chunk: int, out: Path, cli: list[str]) -> None:
+    """Every setting up to ``limit`` questions, ``chunk`` at a time, round robin, with the ``cli`` command."""
     for end in range(chunk, limit + chunk, chunk):
         end = min(end, limit)
         for name in names:
@@ -219,22 +214,16 @@ def run(program: str, names: list[str], limit: int, chunk: int, out: Path) -> No
             load = os.getloadavg()[0]
             started = 0.0
             if setting.workers:
-                with server(setting, folder.parent / f"{name}-server.log") as (url, model, started):
-                    timing = run_eval(program, folder, end, setting, ["--lm", f"openai/{model}", "--api-base", url])
+                with server(setting, folder.parent / f"{name}-server.log", cli) as (url, model, started):
+                    timing = run_eval(program, folder, end, setting, ["--lm", f"openai/{model}", "--api-base", url],
+                                      cli)
             else:
-                timing = run_eval(program, folder, end, setting, ["--lm", "local"])
+                timing = run_eval(program, folder, end, setting, ["--lm", "local"], cli)
             line = {"up_to": end, **timing, "load1": round(load, 2), "server_start_s": round(started, 2),
                     "cpu": cpu_name()}
             with (folder / "timing.jsonl").open("a") as f:
                 f.write(json.dumps(line) + "\n")
             print(f"{program} {name} up to {end}: {timing}", flush=True)
-
-
-def cpu_name() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
 
 
 def summary(folder: Path) -> dict | None:
@@ -286,15 +275,6 @@ def table(program: str, out: Path, shown: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def replace_section(path: Path, name: str, text: str) -> None:
-    begin, end = BEGIN.format(name), END.format(name)
-    document = path.read_text()
-    if begin not in document or end not in document:
-        sys.exit(f"{path} has no {begin} ... {end} markers; add them where the table belongs")
-    head, rest = document.split(begin, 1)
-    path.write_text(head + begin + "\n" + text + end + rest.split(end, 1)[1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--program", nargs="+", default=["vanilla-rag"])
@@ -302,24 +282,23 @@ def main() -> None:
                         default=["inproc", "served-1", "served-2", "served-4"])
     parser.add_argument("--limit", type=int, default=20)
     parser.add_argument("--chunk", type=int, default=4)
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "remote-lm")
+    parser.add_argument("--out", type=Path, default=STORED)
+    parser.add_argument("--commit", default="HEAD", help="the commit whose code answers (a clean worktree of it)")
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument("--results", type=Path,
                         help="Markdown file with bench/cost/remote_lm.py:PROGRAM markers (PROGRAM@OUT for another "
                         "--out)")
     args = parser.parse_args()
     out = args.out.resolve()
+    shown = out.relative_to(CHECKOUT) if out.is_relative_to(CHECKOUT) else out
+    where = "" if out == STORED.resolve() else f" --out {shown}"
+    command = SCRIPT.command(f"--report-only --program {' '.join(args.program)}{where} --results {args.results}")
     for program in args.program:
         if not args.report_only:
-            run(program, args.settings, args.limit, args.chunk, out)
-        text = table(program, out, out.relative_to(ROOT) if out.is_relative_to(ROOT) else out)
-        print(text)
-        if args.results:
-            shown = out.relative_to(ROOT) if out.is_relative_to(ROOT) else out
-            where = "" if out == (ROOT / "bench" / "results" / "remote-lm").resolve() else f" --out {shown}"
-            command = f"python -m bench.cost.remote_lm --report-only --program {' '.join(args.program)}{where}"
-            replace_section(args.results, program + where.replace(" --out ", "@"),
-                            f"Generated by `{command} --results {args.results}`.\n\n{text}")
+            with clean_worktree(args.commit) as tree:
+                run(program, args.settings, args.limit, args.chunk, out, [*python_in(tree), "disambig"])
+        text = f"Generated by `{command}`.\n\n{table(program, out, shown)}".removesuffix("\n")
+        SCRIPT.section(args.results, text, program + where.replace(" --out ", "@"))
 
 
 if __name__ == "__main__":

@@ -17,7 +17,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-BEGIN, END = "<!-- bench/quality/adf_gate.py:begin -->", "<!-- bench/quality/adf_gate.py:end -->"
+from bench.harness import Script
+
+SCRIPT = Script.of(__file__)
 
 
 def statistics(examples: list[Any], retriever: Any, depth: int, cache: dict[str, dict]) -> list[Any]:
@@ -114,7 +116,6 @@ def table(rows: list[dict[str, Any]], summary: dict[str, Any], args: argparse.Na
         return "" if value is None else f"{value:.3f}"
 
     lines = [
-        BEGIN,
         f"AmbigNQ, {args.retriever} retrieval over `{args.corpus}`, top-{args.depth} passages embedded with "
         f"all-MiniLM-L6-v2; train {summary['train']['n']} questions ({summary['train']['ambiguous']:.1%} "
         f"ambiguous), held-out dev {summary['dev']['n']} ({summary['dev']['ambiguous']:.1%} ambiguous). "
@@ -140,20 +141,8 @@ def table(rows: list[dict[str, Any]], summary: dict[str, Any], args: argparse.Na
         "(train / dev; 0.5 = no signal, below 0.5 = higher values mean less ambiguous): "
         + ", ".join(f"{f.replace('_', ' ')} {s[f + '_auc']:.3f} / {summary['dev'][f + '_auc']:.3f}"
                     for f in ("variance", "mean_distance", "separation")) + ".",
-        END,
     ]
     return "\n".join(lines)
-
-
-def write_section(path: Path, text: str) -> None:
-    """Replace the marked block in ``path``, or append it under a ``## ADF ambiguity gate`` heading."""
-    content = path.read_text(encoding="utf-8")
-    if BEGIN in content and END in content:
-        head, rest = content.split(BEGIN, 1)
-        content = head + text + rest.split(END, 1)[1]
-    else:
-        content = content.rstrip("\n") + "\n\n## ADF ambiguity gate\n\n" + text + "\n"
-    path.write_text(content, encoding="utf-8")
 
 
 def main() -> None:
@@ -189,10 +178,7 @@ def main() -> None:
     report = {"retriever": args.retriever, "corpus": args.corpus, "depth": args.depth, "summary": summary,
               "gates": rows}
     (args.cache / f"report-{args.retriever}.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
-    text = table(rows, summary, args)
-    print(text)
-    if args.results:
-        write_section(args.results, text)
+    SCRIPT.section(args.results, table(rows, summary, args))
 
 
 if __name__ == "__main__":

@@ -10,21 +10,22 @@ candidates of each question are the final snapshot a stored `dfa` run kept (``re
 question's rewritten form from the run's trace (entity type, conditions, connective; the de-duplication rule is
 not in the trace, so the same-entity judge gets none), and the program built with the run's own options. Each mode
 judges them with the configured LM (``--lm``, the project default otherwise; one LM per ``--out`` file); every
-(question, mode) row is appended to ``--out`` as it finishes, so a stopped run resumes, and the row records the
-code that made it. Without ``--lm`` calls the table is made from ``--out`` alone
+(question, mode) row is appended to ``--out`` as it finishes (``bench.harness.Rows``), so a stopped run resumes, and
+the row records the code that made it. Without ``--lm`` calls the table is made from ``--out`` alone
 (``--table-only``).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 from pathlib import Path
 from typing import Any
 
-from bench.quality.rescore import difference_cell, markers, raw_rows, replace_section
+from bench.harness import Rows, Script, difference_cell
+from bench.harness.runs import params, raw_rows
 
+SCRIPT = Script.of(__file__)
 MODES = {"greedy": {"greedy_batching": True}, "per-cluster": {"greedy_batching": False}}
 FIRST_MODE = next(iter(MODES))  # the reference of the paired NACE intervals
 PAPER_TABLE9 = {"greedy": {"MusiQue": (25, 569), "AGG-Core": (5, 41)},
@@ -36,8 +37,7 @@ def candidates(run: Path) -> list[dict[str, Any]]:
     """Per answered question of a stored dfa run: id, gold, scope, corpus, the rewritten form and its kept chunks."""
     from disambig.data import load_dataset
 
-    params = run_params(run)
-    gold = {str(ex.id): ex for ex in load_dataset(params["dataset"], split="all")}
+    gold = {str(ex.id): ex for ex in load_dataset(run_params(run)["dataset"], split="all")}
     out = []
     for row in raw_rows(run):
         if row.get("error") is not None:
@@ -55,12 +55,12 @@ def candidates(run: Path) -> list[dict[str, Any]]:
 
 def run_params(run: Path) -> dict[str, Any]:
     """The stored run's parameters; a run of another program, or of a compiled artifact, is refused."""
-    params = json.loads((run / "params.json").read_text(encoding="utf-8"))
-    if params.get("program") != "dfa":
-        raise SystemExit(f"{run} is a run of {params.get('program')!r}; the aggregation ablation reads a dfa run")
-    if params.get("artifact"):
-        raise SystemExit(f"{run} ran the compiled artifact {params['artifact']}; pass a run of the uncompiled dfa")
-    return params
+    found = params(run)
+    if found.get("program") != "dfa":
+        raise SystemExit(f"{run} is a run of {found.get('program')!r}; the aggregation ablation reads a dfa run")
+    if found.get("artifact"):
+        raise SystemExit(f"{run} ran the compiled artifact {found['artifact']}; pass a run of the uncompiled dfa")
+    return found
 
 
 def aggregate(case: dict[str, Any], mode: str, embedder: Any, options: dict[str, Any]) -> dict[str, Any]:
@@ -85,57 +85,33 @@ def aggregate(case: dict[str, Any], mode: str, embedder: Any, options: dict[str,
             "tokens": trace.input_tokens + trace.output_tokens, "seconds": round(trace.seconds, 2)}
 
 
-def run(run_dir: Path, out: Path, lm_spec: str | None, limit: int | None) -> None:
-    from disambig.evaluation.code_version import code_stamp
+def run(run_dir: Path, rows: Rows, lm_spec: str | None, limit: int | None) -> None:
+    """Judge every (question, mode) not yet in ``rows``, appending each as it is made."""
     from disambig.lm.runtime import build_lm, configure_dspy
     from disambig.retrieval.embedder import Embedder
     from disambig.settings import load_settings
 
     settings = load_settings()
     spec = lm_spec or settings.lm
-    stored = read_rows(out)
-    other = sorted({str(r.get("lm")) for r in stored} - {spec})
-    if other:
-        raise SystemExit(f"{out} holds rows judged by {', '.join(other)}; use another --out for LM {spec!r}")
-    done = {(r["id"], r["mode"]) for r in stored}
-    cases = candidates(run_dir)[:limit]
-    todo = [(c, m) for c in cases for m in MODES if (c["id"], m) not in done]
+    rows.refuse_other("lm", spec)
+    todo = [(c, m) for c in candidates(run_dir)[:limit] for m in MODES if not rows.done(c["id"], m)]
     if not todo:
         return
     options = run_params(run_dir).get("options") or {}
     configure_dspy(build_lm(settings, lm_spec))
-    embedder, code = Embedder(), code_stamp()
-    out.parent.mkdir(parents=True, exist_ok=True)
+    embedder = Embedder()
     for n, (case, mode) in enumerate(todo, 1):
-        row = {**aggregate(case, mode, embedder, options), "lm": spec, "code": code}
-        with out.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(row) + "\n")
+        row = rows.add({**aggregate(case, mode, embedder, options), "lm": spec})
         print(f"{n}/{len(todo)} {case['id']} {mode}: {row['batches']} batches, LC {row['lc_judge']}"
               f"+{row['lc_dedup']}, CP {row['cp']}, count {row['count']} (gold {row['gold_count']})", flush=True)
 
 
-def read_rows(path: Path) -> list[dict[str, Any]]:
-    from disambig.data.jsonl import read_jsonl
-
-    return [row for _, row in read_jsonl(path)] if path.is_file() else []
-
-
-def nace_difference(picked: list[dict[str, Any]], greedy: dict[str, dict[str, float]], mode: str) -> str:
-    """The paired-bootstrap cell of a mode's NACE difference to greedy batching (lower NACE is better)."""
-    if mode == FIRST_MODE:
-        return "reference"
-    return difference_cell({r["id"]: {"nace": r["nace"]} for r in picked}, greedy, "nace", higher_is_better=False)
-
-
 def section(rows: list[dict[str, Any]], command: str) -> str:
     ids = sorted(set.intersection(*({r["id"] for r in rows if r["mode"] == m} for m in MODES)))
-    begin, end = markers("dfa-aggregation", "bench/quality/dfa_aggregation.py")
     codes = sorted({str(r["code"]["commit"]) + (" (dirty)" if r["code"].get("dirty") else "") for r in rows})
     lms = sorted({str(r.get("lm")) for r in rows})
-    lines = [begin, f"Generated by `python -m bench.quality.dfa_aggregation {command}` from the stored rows: "
-             f"{len(ids)} "
-             f"questions, each judged in both modes on the same candidates by LM {', '.join(lms)}; code "
-             f"{', '.join(codes)}.", "",
+    lines = [f"Generated by `{SCRIPT.command(command)}` from the stored rows: {len(ids)} questions, each judged in "
+             f"both modes on the same candidates by LM {', '.join(lms)}; code {', '.join(codes)}.", "",
              "| batching | candidates/q | batches/q | LC judge/q | LC dedup/q | CP/q | tokens/q | NACE mean | "
              "NACE median | ACE mean | exact | Δ NACE vs greedy [95% CI] | paper LC / CP (AGG-Core) | "
              "paper LC / CP (MusiQue) |", "| --- |" + " ---: |" * 10 + " --- | --- | --- |"]
@@ -148,14 +124,16 @@ def section(rows: list[dict[str, Any]], command: str) -> str:
         def mean(key: str, chosen: list[dict[str, Any]] = picked) -> float:
             return statistics.fmean(r[key] for r in chosen)
 
+        delta = "reference" if mode == FIRST_MODE else difference_cell(
+            {r["id"]: {"nace": r["nace"]} for r in picked}, greedy, "nace", higher_is_better=False)
         paper = PAPER_TABLE9[mode]
         lines.append(f"| {mode} | {mean('candidates'):.1f} | {mean('batches'):.2f} | {mean('lc_judge'):.2f} | "
                      f"{mean('lc_dedup'):.2f} | {mean('cp'):.1f} | {mean('tokens'):,.0f} | {mean('nace'):.3f} | "
                      f"{statistics.median(r['nace'] for r in picked):.3f} | {mean('ace'):.3f} | "
-                     f"{sum(r['ace'] == 0 for r in picked)} | {nace_difference(picked, greedy, mode)} | "
+                     f"{sum(r['ace'] == 0 for r in picked)} | {delta} | "
                      f"{paper['AGG-Core'][0]} / {paper['AGG-Core'][1]} | "
                      f"{paper['MusiQue'][0]} / {paper['MusiQue'][1]} |")
-    return "\n".join([*lines, end])
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -167,15 +145,13 @@ def main() -> None:
     parser.add_argument("--table-only", action="store_true", help="make the table from --out; call no LM")
     parser.add_argument("--results", type=Path, help="write the section into this Markdown file")
     args = parser.parse_args()
+    rows = Rows(args.out, key=("id", "mode"))
     if not args.table_only:
-        run(args.run, args.out, args.lm, args.limit)
-    rows = read_rows(args.out)
-    if not rows:
+        run(args.run, rows, args.lm, args.limit)
+    stored = list(rows)
+    if not stored:
         raise SystemExit(f"no rows in {args.out}")
-    text = section(rows, f"--run {args.run} --out {args.out}")
-    if args.results:
-        replace_section(args.results, text, *markers("dfa-aggregation", "bench/quality/dfa_aggregation.py"))
-    print(text)
+    SCRIPT.section(args.results, section(stored, f"--run {args.run} --out {args.out}"), "dfa-aggregation")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ U_q column is a fingerprint of the passage ids used, equal for runs judged on th
 Judged scores are appended per question to ``RUN/grounded.judged.jsonl`` as they come, so the script can be
 stopped and restarted: a question already judged with the same judge LM, metrics and U_q costs no judge call.
 The judge's unparsable replies are counted per run. Costs (retriever and LM calls, tokens, p50 latency) and the
-code that made the answers come from the run's rows (``bench/quality/rescore.py``). Each row also gets its difference in
+code that made the answers come from the run's rows (``bench.harness.runs``). Each row also gets its difference in
 G-F1 (percentage points) to the ``--reference`` run (default ``vanilla-rag``) with a 95% paired-bootstrap interval
 that recomputes G-F1 from each resample's mean G-P and G-R (``disambig.evaluation.paired``).
 """
@@ -23,24 +23,13 @@ that recomputes G-F1 from each resample's mean G-P and G-R (``disambig.evaluatio
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
-from bench.quality.rescore import (
-    DELTA_NOTE,
-    REFERENCE,
-    answers_code,
-    delta_head,
-    difference_cell,
-    first_ids,
-    markers,
-    raw_rows,
-    replace_section,
-    row_costs,
-    run_label,
-)
+from bench.harness import DELTA_NOTE, Script, delta_head, difference_cell
+from bench.harness.runs import answers_code, first_ids, params, questions, raw_rows, row_costs, run_label
 
+SCRIPT = Script.of(__file__)
 METRICS = ["num-interpretations", "g-precision", "g-precision-micro", "g-recall", "g-f1", "u-precision", "u-recall",
            "sufficient@1", "sufficient@2", "sufficient@3"]
 COLUMNS = {"num-interpretations": "\\|Q̂\\|", "g-precision": "G-P", "g-precision-micro": "G-P micro",
@@ -50,10 +39,10 @@ COSTS = {"retrieval_calls_per_q": "retriever calls/q", "lm_calls_per_q": "LM cal
          "latency_p50_s": "p50 s"}
 LOG_FILE = "grounded.judged.jsonl"
 PRIMARY = "g-f1"
+REFERENCE = "vanilla-rag"
 
 
-def grounded_row(run: Path, judge: Any, judge_lm: str, proxy: Any = None, first: int | None = None,
-                 questions: dict[str, tuple[list, str]] | None = None) -> dict[str, Any]:
+def grounded_row(run: Path, judge: Any, judge_lm: str, proxy: Any = None, first: int | None = None) -> dict[str, Any]:
     """Table 2's row of one run folder: its judged metrics, the judge's counts, costs and code.
 
     Args:
@@ -62,25 +51,20 @@ def grounded_row(run: Path, judge: Any, judge_lm: str, proxy: Any = None, first:
         judge_lm: the judge's LM spec (stored with every judged score).
         proxy: an open ``SharedProxy`` (U_q shared by all runs), or None for each answer's own passages.
         first: score only the answers to the first ``first`` questions of the run's split.
-        questions: loaded question sets by dataset name, filled and reused across runs.
     """
     from disambig.cli.score_cmd import (
         build_metrics,
         flatten_result,
         judged_scoring,
         judging_progress,
-        load_questions,
         shared_proxy_examples,
     )
     from disambig.evaluation.scoring import score_predictions
 
-    params = json.loads((run / "params.json").read_text(encoding="utf-8"))
-    raw = raw_rows(run, first_ids(params, first) if first else None)
+    run_params = params(run)
+    raw = raw_rows(run, first_ids(run_params, first) if first else None)
     rows = [flatten_result(r) for r in raw]
-    loaded = questions if questions is not None else {}
-    if params["dataset"] not in loaded:
-        loaded[params["dataset"]] = load_questions(params["dataset"])
-    examples, kind = loaded[params["dataset"]]
+    examples, kind = questions(run_params["dataset"])
     evidence = None
     if proxy is not None:
         examples, evidence = shared_proxy_examples(rows, examples, proxy)
@@ -88,12 +72,12 @@ def grounded_row(run: Path, judge: Any, judge_lm: str, proxy: Any = None, first:
     judged = judged_scoring(metrics, judge, judge_lm, evidence, run / LOG_FILE)
     with judging_progress(run_label(run)) as advance:
         result = score_predictions(rows, examples, metrics, judged, on_row=advance)
-    cost = row_costs(raw)
-    return {"program": run_label(run), "lm": params.get("lm_model") or params.get("lm", ""),
-            "dataset": params["dataset"], "questions": result.questions,
+    return {"program": run_label(run), "lm": run_params.get("lm_model") or run_params.get("lm", ""),
+            "dataset": run_params["dataset"], "questions": result.questions,
             "failures": sum(r.get("error") is not None for r in raw), "metrics": result.metrics,
-            "judge": result.judge, "proxy": evidence["fingerprint"] if evidence else "own passages", "cost": cost,
-            "code": answers_code(params, raw), "per_question": {q["id"]: q["scores"] for q in result.per_question}}
+            "judge": result.judge, "proxy": evidence["fingerprint"] if evidence else "own passages",
+            "cost": row_costs(raw), "code": answers_code(run_params, raw),
+            "per_question": {q["id"]: q["scores"] for q in result.per_question}}
 
 
 def table(rows: list[dict[str, Any]], reference: str = REFERENCE) -> str:
@@ -104,35 +88,27 @@ def table(rows: list[dict[str, Any]], reference: str = REFERENCE) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     against = next((r.get("per_question") for r in rows if r["program"] == reference), None)
     for r in rows:
-        n = max(r["questions"], 1)
         cells = [r["program"], r["lm"], str(r["questions"]), str(r["failures"])]
-        cells += [_value(name, r["metrics"]) for name in COLUMNS]
+        cells += ["–" if name not in r["metrics"] else f"{r['metrics'][name] * (1 if name == METRICS[0] else 100):.2f}"
+                  for name in COLUMNS]
         cells += [difference_cell(r.get("per_question", {}), against, PRIMARY, digits=2, scale=100)]
-        cells += [str(r["judge"]["parse_failures"]), f"{r['judge']['judge_calls'] / n:.1f}"]
+        cells += [str(r["judge"]["parse_failures"]), f"{r['judge']['judge_calls'] / max(r['questions'], 1):.1f}"]
         cells += [f"{r['cost'][c]:.1f}" if c in r["cost"] else "–" for c in COSTS]
         lines.append("| " + " | ".join([*cells, f"`{r['proxy']}`", f"`{r['code']}`"]) + " |")
     return "\n".join(lines)
 
 
-def section(command: str, rows: list[dict[str, Any]], judge: dict[str, Any], evidence: str, name: str,
+def section(command: str, rows: list[dict[str, Any]], judge: dict[str, Any], evidence: str,
             reference: str = REFERENCE) -> str:
-    begin, end = markers(name, "bench/quality/grounded.py")
-    note = (f"Generated by `python -m bench.quality.grounded {command}` from the stored answers (no program run). "
-            "Judge: "
+    note = (f"Generated by `{SCRIPT.command(command)}` from the stored answers (no program run). Judge: "
             f"`{judge['judge_lm']}` ({judge['judge_model']}); U_q: {evidence}. Metrics in %, |Q̂| per question; "
             f"G-F1 = harmonic mean of mean G-P and mean G-R. {DELTA_NOTE} Reference: `{reference}`"
             + ("" if any(r["program"] == reference for r in rows) else " (not among these runs: no row has a Δ)")
             + "; primary metric: G-F1, in percentage points, recomputed from each resample's mean G-P and G-R.")
-    parts = [begin, note, ""]
+    parts = [note, ""]
     for dataset in dict.fromkeys(r["dataset"] for r in rows):
         parts += [f"### {dataset}, judged", "", table([r for r in rows if r["dataset"] == dataset], reference), ""]
-    return "\n".join([*parts, end])
-
-
-def _value(name: str, metrics: dict[str, float]) -> str:
-    if name not in metrics:
-        return "–"
-    return f"{metrics[name]:.2f}" if name == "num-interpretations" else f"{100 * metrics[name]:.2f}"
+    return "\n".join(parts)
 
 
 def main() -> None:
@@ -158,18 +134,15 @@ def main() -> None:
     spec = judge_lm_spec(args.judge_lm)
     lm = make_judge(spec).lm
     proxy = open_proxy(ProxySource(args.proxy_top, args.proxy_retriever, args.corpus)) if args.proxy_top else None
-    questions: dict[str, tuple[list, str]] = {}
-    rows = [grounded_row(run, Judge(lm), spec, proxy, args.first, questions) for run in args.runs]
-    command = " ".join(["--runs", *map(str, args.runs), *(["--first", str(args.first)] if args.first else []),
-                        "--judge-lm", spec, *(["--proxy-top", str(args.proxy_top), "--proxy-retriever",
-                                               args.proxy_retriever, "--corpus", args.corpus] if proxy else []),
-                        *(["--reference", args.reference] if args.reference != REFERENCE else [])])
+    rows = [grounded_row(run, Judge(lm), spec, proxy, args.first) for run in args.runs]
+    command = ["--runs", *map(str, args.runs), *(["--first", str(args.first)] if args.first else []),
+               "--judge-lm", spec, *(["--proxy-top", str(args.proxy_top), "--proxy-retriever", args.proxy_retriever,
+                                      "--corpus", args.corpus] if proxy else []),
+               *(["--reference", args.reference] if args.reference != REFERENCE else [])]
     evidence = (f"the top {args.proxy_top} `{args.proxy_retriever}` passages of `{args.corpus}` for the question, "
                 "shared by all runs" if proxy else "each run's own passages (not shared)")
-    text = section(command, rows, rows[0]["judge"], evidence, args.section, args.reference)
-    print(text)
-    if args.results is not None:
-        replace_section(args.results, text, *markers(args.section, "bench/quality/grounded.py"))
+    SCRIPT.section(args.results, section(" ".join(command), rows, rows[0]["judge"], evidence, args.reference),
+                   args.section)
 
 
 if __name__ == "__main__":

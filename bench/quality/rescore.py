@@ -1,7 +1,7 @@
 """Re-score stored per-question results with today's metrics: no LM call, only ``disambig score``'s engine.
 
     python -m bench.quality.rescore                                   # print the tables
-    python -m bench.quality.rescore --results docs/RESULTS.md   # also write them into that file's generated section
+    python -m bench.quality.rescore --results docs/RESULTS.md         # also write them into that file's section
 
 Each run folder under ``--runs`` (default ``bench/results/suite``) holds a ``results.jsonl`` written by
 ``disambig eval``; its stored answers are scored again against the question set named in its ``params.json``
@@ -18,20 +18,18 @@ table holds several), compared on the question ids both runs hold.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-BEGIN, END = "<!-- bench/quality/rescore.py:begin -->", "<!-- bench/quality/rescore.py:end -->"
+from bench.harness import DELTA_NOTE, Script, delta_head, difference_cell
+from bench.harness.runs import answers_code, first_ids, params, raw_rows, row_costs, run_label, score_rows
+
+SCRIPT = Script.of(__file__)
 COSTS = {"lm_calls_per_q": "LM calls/q", "tokens_per_q": "tokens/q", "latency_p50_s": "p50 s",
          "latency_p95_s": "p95 s", "latency_p99_s": "p99 s"}
 EXTRA = {"asqa": ["adf-rouge-l", "answer-f1"], "ambignq": ["answer-f1"]}
 RETRIEVAL_EXTRA = {"asqa": ["ndcg@5", "recall@5", "adf-ndcg@5", "adf-recall@5"]}  # against the evidence passages
 PRIMARY = {"asqa": "dr", "ambignq": "ambigqa-f1"}
 REFERENCE = "vanilla-rag"
-DELTA_NOTE = ("Δ: the row's primary metric minus the reference run's, on the question ids both runs hold (\"on N\" "
-              "when fewer than the row's; a failed question counts as its empty answer), with its 95% paired-bootstrap "
-              "interval (questions resampled together; scipy, percentile, 9,999 resamples, fixed seed); \"tie\" when "
-              "the interval spans 0.")
 
 
 def rescore(run: Path, first: int | None = None) -> dict:
@@ -39,69 +37,22 @@ def rescore(run: Path, first: int | None = None) -> dict:
     folder (``per_question``: each question's scores by id; ``primary``: the dataset's primary metric, or None);
     with ``first``, only its answers to the first ``first`` questions of the run's split (to compare runs of
     different lengths)."""
-    from disambig.cli.score_cmd import build_metrics, flatten_result, load_questions
-    from disambig.evaluation.scoring import score_predictions
+    from disambig.cli.score_cmd import load_questions
 
-    params = json.loads((run / "params.json").read_text(encoding="utf-8"))
-    raw = raw_rows(run, first_ids(params, first) if first else None)
-    rows = [flatten_result(r) for r in raw]
-    examples, kind = load_questions(params["dataset"])
-    retrieved = any(r.get("passages") for r in rows)
-    metrics = build_metrics([], kind, None, None)
+    run_params = params(run)
+    raw = raw_rows(run, first_ids(run_params, first) if first else None)
+    kind = load_questions(run_params["dataset"])[1]
+    retrieved = any((r.get("prediction") or {}).get("passages") for r in raw)
     extra = EXTRA.get(kind, []) + (["mrecall@5", *RETRIEVAL_EXTRA.get(kind, [])] if retrieved else [])
-    metrics |= build_metrics(extra, kind, None, None)
-    result = score_predictions(rows, examples, metrics)
-    code = answers_code(params, raw)
+    result = score_rows(raw, run_params["dataset"], [], extra)
     grades = [((r.get("trace") or {}).get("notes") or {}).get("grade") for r in raw]
     readings = [len((r.get("prediction") or {}).get("interpretations") or []) for r in raw]
-    cost = row_costs(raw)
-    label = run_label(run)
-    return {"program": label, "lm": params.get("lm_model") or params.get("lm", ""), "grades": grade_counts(grades),
-            "readings_per_q": sum(readings) / len(readings) if readings else 0.0, "dataset": params["dataset"],
-            "cost": cost, "questions": result.questions,
-            "failures": sum(r.get("error") is not None for r in raw), "code": code, "metrics": result.metrics,
-            "params": params, "primary": PRIMARY.get(kind),
+    return {"program": run_label(run), "lm": run_params.get("lm_model") or run_params.get("lm", ""),
+            "grades": grade_counts(grades), "readings_per_q": sum(readings) / len(readings) if readings else 0.0,
+            "dataset": run_params["dataset"], "cost": row_costs(raw), "questions": result.questions,
+            "failures": sum(r.get("error") is not None for r in raw), "code": answers_code(run_params, raw),
+            "metrics": result.metrics, "params": run_params, "primary": PRIMARY.get(kind),
             "per_question": {q["id"]: q["scores"] for q in result.per_question}}
-
-
-def raw_rows(run: Path, keep: set[str] | None = None) -> list[dict]:
-    """The rows of a run folder's ``results.jsonl`` as written (traces and code stamps included), those in
-    ``keep`` only when given."""
-    from disambig.data.jsonl import read_jsonl
-
-    return [row for _, row in read_jsonl(run / "results.jsonl") if keep is None or str(row.get("id")) in keep]
-
-
-def row_costs(raw: list[dict]) -> dict[str, float]:
-    """LM calls, tokens and latency per question from the rows' traces, so a partial run has costs too."""
-    from disambig.evaluation.report import efficiency
-
-    return efficiency([r.get("trace") or {} for r in raw],
-                      failures_without_trace=sum(r.get("error") is not None and not r.get("trace") for r in raw))
-
-
-def answers_code(params: dict, raw: list[dict]) -> str:
-    """The code that produced the answers: the rows' distinct stamps, else the commit ``params`` recorded when the
-    folder was claimed (``code.commit``; ``commit`` in older folders)."""
-    from disambig.evaluation.code_version import describe
-
-    stamps = sorted({describe(r.get("code") or {}) for r in raw})
-    if stamps != ["unknown code"]:
-        return "; ".join(stamps)
-    return params.get("commit") or (params.get("code") or {}).get("commit") or "?"
-
-
-def first_ids(params: dict, n: int) -> set[str]:
-    """Ids of the first ``n`` questions of the split a run folder's ``params`` name."""
-    from disambig.data import load_dataset
-
-    return {str(ex.id) for ex in load_dataset(params["dataset"], split=params.get("split", "dev"), limit=n)}
-
-
-def run_label(run: Path) -> str:
-    """The run folder's name without its dataset (``diva-calibrated-asqa`` -> ``diva-calibrated``)."""
-    params = json.loads((run / "params.json").read_text(encoding="utf-8"))
-    return run.name.removesuffix(f"-{Path(params['dataset']).stem}")
 
 
 def grade_counts(grades: list[str | None]) -> str:
@@ -114,10 +65,10 @@ def grade_counts(grades: list[str | None]) -> str:
 def reference_of(row: dict, rows: list[dict]) -> dict | None:
     """The uncompiled ``vanilla-rag`` run among ``rows`` with ``row``'s dataset and LM spec; where there are several,
     the one with ``row``'s retriever; None when there is none (or no single one)."""
-    params = row.get("params") or {}
+    mine = row.get("params") or {}
 
     def same(other: dict, key: str) -> bool:
-        return (other.get("params") or {}).get(key) == params.get(key)
+        return (other.get("params") or {}).get(key) == mine.get(key)
 
     found = [r for r in rows if (r.get("params") or {}).get("program") == REFERENCE
              and not r["params"].get("artifact") and same(r, "dataset") and same(r, "lm")]
@@ -126,37 +77,16 @@ def reference_of(row: dict, rows: list[dict]) -> dict | None:
     return found[0] if len(found) == 1 else None
 
 
-def difference_cell(scores: dict[str, dict[str, float]], reference: dict[str, dict[str, float]] | None,
-                    metric: str | None, higher_is_better: bool = True, digits: int = 3, scale: float = 1.0) -> str:
-    """The Δ column's cell: "reference" for the reference's own scores, "–" without a reference or metric, else the
-    paired-bootstrap difference on the shared questions (``scores``: each question's scores by question id)."""
-    from disambig.evaluation.paired import format_difference, paired_difference, paired_scores, statistic_for
-
-    if reference is None or metric is None:
-        return "–"
-    if reference is scores:
-        return "reference"
-    names, statistic = statistic_for(metric, {name for s in scores.values() for name in s})
-    result = paired_difference(*paired_scores(scores, reference, names), statistic, higher_is_better=higher_is_better)
-    cell = format_difference(result, digits, scale)
-    return cell if result.n == len(scores) else f"{cell} on {result.n}"
-
-
-def delta_head(metrics: list[str], reference: str = REFERENCE) -> str:
-    """The Δ column's header, naming the primary metric(s) and the reference."""
-    return f"Δ {' / '.join(dict.fromkeys(metrics)) or 'primary'} vs {reference} [95% CI]"
-
-
 def table(rows: list[dict]) -> str:
     names = list(dict.fromkeys(name for r in rows for name in r["metrics"]))
-    delta = delta_head([r["primary"] for r in rows if r.get("primary")])
+    delta = delta_head([r["primary"] for r in rows if r.get("primary")], REFERENCE)
     head = ["program", "LM", "n", "fail", *names, delta, "readings/q", "grades U/P/L", *COSTS.values(),
             "answers made by"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
+        reference = reference_of(r, rows)
         cells = [r["program"], r["lm"], str(r["questions"]), str(r["failures"])]
         cells += [f"{r['metrics'][n]:.3f}" if n in r["metrics"] else "–" for n in names]
-        reference = reference_of(r, rows)
         cells += [difference_cell(r.get("per_question", {}), reference and reference.get("per_question"),
                                   r.get("primary"))]
         cells += [f"{r.get('readings_per_q', 0.0):.1f}", r.get("grades", "–")]
@@ -165,34 +95,14 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def markers(name: str, script: str = "bench/quality/rescore.py") -> tuple[str, str]:
-    """The begin/end markers of a section ``script`` generates (rescore's ``suite`` is the original, unnamed one)."""
-    if name == "suite" and script == "bench/quality/rescore.py":
-        return BEGIN, END
-    return f"<!-- {script}:{name}:begin -->", f"<!-- {script}:{name}:end -->"
-
-
-def section(runs: str, by_dataset: dict[str, list[dict]], name: str = "suite") -> str:
-    begin, end = markers(name)
-    parts = [begin, f"Generated by `python -m bench.quality.rescore --runs {runs}` from the stored answers (no LM "
-             "call). "
-             f"{DELTA_NOTE} Reference: the uncompiled `{REFERENCE}` run with the row's dataset and LM (and its "
-             "retriever where the table holds several); primary metric: ASQA's corpus `dr` (the bootstrap "
-             "recomputes it from each resample's mean D-F1 and ROUGE-L), AmbigNQ's `ambigqa-f1`.", ""]
+def section(runs: str, by_dataset: dict[str, list[dict]]) -> str:
+    parts = [f"Generated by `{SCRIPT.command('--runs ' + runs)}` from the stored answers (no LM call). {DELTA_NOTE} "
+             f"Reference: the uncompiled `{REFERENCE}` run with the row's dataset and LM (and its retriever where the "
+             "table holds several); primary metric: ASQA's corpus `dr` (the bootstrap recomputes it from each "
+             "resample's mean D-F1 and ROUGE-L), AmbigNQ's `ambigqa-f1`.", ""]
     for dataset, rows in by_dataset.items():
         parts += [f"### {dataset}, re-scored", "", table(rows), ""]
-    return "\n".join([*parts, end])
-
-
-def replace_section(path: Path, text: str, begin: str = BEGIN, end: str = END) -> None:
-    """Put ``text`` (which starts with ``begin`` and ends with ``end``) in place of the marked section of
-    ``path``, appended at the end the first time."""
-    old = path.read_text(encoding="utf-8") if path.exists() else ""
-    if begin not in old or end not in old:
-        path.write_text(f"{old.rstrip()}\n\n{text}\n", encoding="utf-8")
-        return
-    head, _, rest = old.partition(begin)
-    path.write_text(head + text + rest.partition(end)[2], encoding="utf-8")
+    return "\n".join(parts)
 
 
 def main() -> None:
@@ -211,16 +121,14 @@ def main() -> None:
     for run in sorted(p.parent for runs in args.runs for p in runs.glob("*/results.jsonl")):
         if args.only and run_label(run) not in args.only:
             continue
-        if args.datasets and Path(json.loads((run / "params.json").read_text())["dataset"]).stem not in args.datasets:
+        if args.datasets and Path(params(run)["dataset"]).stem not in args.datasets:
             continue
         row = rescore(run, args.first)
         by_dataset.setdefault(row["dataset"], []).append(row)
     only = (f" --datasets {' '.join(args.datasets)}" if args.datasets else "") + (
         f" --only {' '.join(args.only)}" if args.only else "") + (f" --first {args.first}" if args.first else "")
-    text = section(" ".join(str(r) for r in args.runs) + only, by_dataset, args.section)
-    print(text)
-    if args.results is not None:
-        replace_section(args.results, text, *markers(args.section))
+    text = section(" ".join(str(r) for r in args.runs) + only, by_dataset)
+    SCRIPT.section(args.results, text, "" if args.section == "suite" else args.section)
 
 
 if __name__ == "__main__":

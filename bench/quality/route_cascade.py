@@ -1,7 +1,12 @@
-"""Can a cascade beat VanillaRAG: answer with it, then escalate to a costlier program when its answer looks weak?
+"""Can a cascade beat VanillaRAG: answer with it, then escalate to a costlier program when its answer looks weak? And
+does any routing feature tell, before answering, which of two candidates will score better on a question?
 
-    python -m bench.quality.route_cascade --dataset asqa --metric dr --escalate adf --runs bench/results/route \
-        [--train 60 --dev 50] [--results docs/RESULTS.md]
+    python -m bench.quality.route_cascade policies --dataset asqa --metric dr --escalate adf \
+        --runs bench/results/route [--train 60 --dev 50] [--results docs/RESULTS.md]
+    python -m bench.quality.route_cascade signal --dataset asqa --metric dr --candidates vanilla-rag adf \
+        --runs bench/results/route [--train 60 --dev 50] [--results docs/RESULTS.md]
+
+``policies``:
 
 VanillaRAG runs first, so its answer and trace are known when the cascade decides; the answer-side features
 (``disambig.programs.route.answer_features``, the ones ``route``'s cascade mode reads) come from its stored row
@@ -18,7 +23,12 @@ vanilla). Three policies are fitted on the train questions only and scored once 
 With ``--artifact`` (a ``disambig compile route --cascade`` state) the table gains the compiled cascade's row: its
 saved model and threshold applied to the dev questions' features.
 
-No LM call: every answer is a stored one.
+``signal``: for the train and dev questions whose candidate answers are stored in ``RUNS/DATASET-SPLIT/PROGRAM``,
+each question is labelled by the candidate with the better utility (``compile route``'s labels, ties to the cheaper),
+and each of ``route``'s named features is scored by its ROC AUC for "the second candidate is better". A feature a
+router could use has an AUC away from 0.5 on the same side in both splits.
+
+No LM call: every answer is a stored one (one BM25 and one dense search per question for the retrieval features).
 """
 
 from __future__ import annotations
@@ -30,10 +40,13 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.harness import Script, difference_cell
+from bench.harness.runs import corpus_value, row_cost, rows_by_id
 from disambig.optimizers.cascade_fit import C_GRID as CS
 from disambig.optimizers.cascade_fit import FOLDS, REPEATS, SEED, cascade_folds
 from disambig.programs.route.answer_features import ANSWER_FEATURES
 
+SCRIPT = Script.of(__file__)
 FIRST = "vanilla-rag"
 
 
@@ -54,28 +67,21 @@ class Split:
         for i, up in zip(self.ids, escalate, strict=True):
             scores[i] = self.second[i]["scores"] if up else self.first[i]["scores"]
             rows = (self.first[i], self.second[i]) if up else (self.first[i],)
-            calls.append(sum(cost(r)[0] for r in rows))
-            tokens.append(sum(cost(r)[1] for r in rows))
+            calls.append(sum(row_cost(r)[0] for r in rows))
+            tokens.append(sum(row_cost(r)[1] for r in rows))
         return scores, np.array(calls), np.array(tokens)
-
-
-def cost(row: dict) -> tuple[float, float]:
-    from bench.quality.route_table import cost as row_cost
-
-    return row_cost(row)
 
 
 def load_split(dataset: str, metric: str, second: str, runs: Path, split: str, limit: int, retriever: object
                ) -> Split:
     """The split's first ``limit`` questions that both programs answered, labelled and featurised."""
-    from bench.quality.route_table import load_rows
     from disambig.optimizers.route_data import matrix, observe_all, read_outcomes, run_folder
     from disambig.optimizers.route_labels import label_questions
     from disambig.programs.route.answer_features import Answered
     from disambig.programs.route.features import FEATURES
 
-    first_rows = load_rows(run_folder(runs, dataset, split, FIRST))
-    second_rows = load_rows(run_folder(runs, dataset, split, second))
+    first_rows = rows_by_id(run_folder(runs, dataset, split, FIRST))
+    second_rows = rows_by_id(run_folder(runs, dataset, split, second))
     ids = [i for i in first_rows if i in second_rows][:limit]
     outcomes = {name: {i: o for i, o in read_outcomes(run_folder(runs, dataset, split, name)).items() if i in ids}
                 for name in (FIRST, second)}
@@ -88,16 +94,12 @@ def load_split(dataset: str, metric: str, second: str, runs: Path, split: str, l
 
 def cascade_value(split: Split, escalate: np.ndarray, metric: str, rows: np.ndarray | None = None) -> float:
     """The metric of the cascade on ``split`` (or on its questions ``rows``)."""
-    from disambig.optimizers.route_eval import corpus_score
-    from disambig.optimizers.route_labels import Outcome
-
     scores, _, _ = split.cascade(escalate)
-    keep = range(len(split.ids)) if rows is None else rows
-    return corpus_score(metric, [Outcome(scores[split.ids[k]], 0) for k in keep])
+    return corpus_value(metric, scores, [split.ids[k] for k in (range(len(split.ids)) if rows is None else rows)])
 
 
 def second_calls(split: Split, rows: np.ndarray) -> float:
-    return float(np.mean([cost(split.second[split.ids[k]])[0] for k in rows]))
+    return float(np.mean([row_cost(split.second[split.ids[k]])[0] for k in rows]))
 
 
 def fit_threshold(split: Split, x: np.ndarray, metric: str, rows: np.ndarray) -> tuple[int, float, float]:
@@ -171,15 +173,21 @@ def aucs(train: Split, dev: Split) -> str:
     """Each answer-side feature's ROC AUC for "escalation better" on train and dev."""
     from sklearn.metrics import roc_auc_score
 
-    head = " | ".join(f"{name} AUC ({int(s.better.sum())} of {len(s.ids)} better)" for name, s in
-                      (("train", train), ("dev", dev)))
-    lines = [f"| answer-side feature | {head} | same side in both |", "|---|---|---|---|"]
-    for j, name in enumerate(ANSWER_FEATURES):
-        values = [roc_auc_score(s.better, s.answer_x[:, j]) if 0 < s.better.sum() < len(s.ids) else float("nan")
-                  for s in (train, dev)]
-        same = all(v > 0.5 for v in values) or all(v < 0.5 for v in values)
-        lines.append(f"| {name} | {values[0]:.2f} | {values[1]:.2f} | {'yes' if same else 'no'} |")
-    return "\n".join(lines)
+    values = {name: [roc_auc_score(s.better, s.answer_x[:, j]) if 0 < s.better.sum() < len(s.ids) else float("nan")
+                     for s in (train, dev)] for j, name in enumerate(ANSWER_FEATURES)}
+    counts = {"train": (int(train.better.sum()), len(train.ids)), "dev": (int(dev.better.sum()), len(dev.ids))}
+    return "\n".join(auc_table("answer-side feature", "same side in both", counts, values))
+
+
+def auc_table(first: str, last: str, counts: dict[str, tuple[int, int]], values: dict[str, list[float]]) -> list[str]:
+    """Rows of each feature's AUC per split (``counts``: split -> questions where the label holds, questions) and
+    whether it lies on the same side of 0.5 in every split."""
+    head = " | ".join(f"{split} AUC ({positive} of {n} better)" for split, (positive, n) in counts.items())
+    lines = [f"| {first} | {head} | {last} |", "|---|" + "---|" * (len(counts) + 1)]
+    for name, found in values.items():
+        same = all(v > 0.5 for v in found) or all(v < 0.5 for v in found)
+        lines.append(f"| {name} | " + " | ".join(f"{v:.2f}" for v in found) + f" | {'yes' if same else 'no'} |")
+    return lines
 
 
 def policies(train: Split, dev: Split, metric: str) -> list[tuple[str, np.ndarray, np.ndarray, str]]:
@@ -238,8 +246,6 @@ def compiled_row(artifact: Path, train: Split, dev: Split) -> tuple[str, np.ndar
 def cascade_table(train: Split, dev: Split, metric: str, second: str, artifact: Path | None = None) -> str:
     """The policies' train and dev metric, dev Δ to vanilla with its paired interval, escalations and cost (and the
     compiled ``artifact``'s row when given)."""
-    from bench.quality.rescore import difference_cell
-
     reference = dev.cascade(np.zeros(len(dev.ids), bool))[0]
     rows = [(f"{FIRST} (never escalate)", np.zeros(len(train.ids), bool), np.zeros(len(dev.ids), bool), ""),
             (f"{second} (always)", np.ones(len(train.ids), bool), np.ones(len(dev.ids), bool), ""),
@@ -270,29 +276,78 @@ def report(dataset: str, metric: str, second: str, runs: Path, sizes: dict[str, 
                       f"CV: {FOLDS}-fold stratified, {REPEATS} repeats, seed {SEED}."])
 
 
+def feature_aucs(dataset: str, metric: str, candidates: list[str], runs: Path, split: str, limit: int,
+                 retriever: object) -> tuple[dict[str, float], int, int]:
+    """``{feature: AUC}`` for "the second candidate is better" on ``split``, the positives and the questions."""
+    from sklearn.metrics import roc_auc_score
+
+    from disambig.data import load_dataset
+    from disambig.optimizers.route_data import matrix, observe_all, read_outcomes, run_folder
+    from disambig.optimizers.route_labels import label_questions
+    from disambig.programs.route.features import FEATURES
+    from disambig.programs.route.policy import answer_action
+
+    examples = load_dataset(dataset, split=split, limit=limit)
+    ids = [str(ex.id) for ex in examples]
+    outcomes = {}
+    for program in candidates:
+        stored = read_outcomes(run_folder(runs, dataset, split, program))
+        outcomes[answer_action(program)] = {i: stored[i] for i in ids}
+    labels, _ = label_questions(outcomes, metric)
+    y = np.array([labels[i] == answer_action(candidates[1]) for i in ids])
+    if y.all() or not y.any():
+        raise SystemExit(f"{split}: one candidate is best on every question; no AUC to compute")
+    x = matrix(observe_all([ex.question for ex in examples], retriever), list(FEATURES))
+    return {name: float(roc_auc_score(y, x[:, j])) for j, name in enumerate(FEATURES)}, int(y.sum()), len(ids)
+
+
+def signal(dataset: str, metric: str, candidates: list[str], runs: Path, sizes: dict[str, int]) -> str:
+    """Each retrieval feature's AUC for "the second candidate is better" per split, and the strongest steady one."""
+    from disambig.retrieval import build_retriever
+
+    retriever = build_retriever("hybrid", corpus="wiki-slice")
+    results = {split: feature_aucs(dataset, metric, candidates, runs, split, n, retriever)
+               for split, n in sizes.items()}
+    features = next(iter(results.values()))[0]
+    values = {name: [aucs[name] for aucs, _, _ in results.values()] for name in features}
+    lines = auc_table("feature", "same side in every split", {s: (pos, n) for s, (_, pos, n) in results.items()},
+                      values)
+    steady = [f for f, found in values.items() if all(v > 0.5 for v in found) or all(v < 0.5 for v in found)]
+    lines += ["", f"Label: {candidates[1]} better than {candidates[0]} on {metric} (utility, ties to the cheaper)."]
+    if steady:
+        best = max(steady, key=lambda f: min(abs(v - 0.5) for v in values[f]))
+        margin = min(abs(v - 0.5) for v in values[best])
+        lines[-1] += (f" Strongest feature on the same side in every split: {best} (AUC {0.5 - margin:.2f} or "
+                      f"further from 0.5 in each, {0.5 + margin:.2f} mirrored).")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    import shlex
     import sys
 
-    from bench.quality.route_table import write_section
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", required=True)
-    parser.add_argument("--metric", required=True)
-    parser.add_argument("--escalate", required=True, help="The costlier program the cascade escalates to.")
-    parser.add_argument("--runs", type=Path, default=Path("bench/results/route"))
-    parser.add_argument("--train", type=int, default=60)
-    parser.add_argument("--dev", type=int, default=50)
-    parser.add_argument("--results", type=Path)
-    parser.add_argument("--artifact", type=Path, help="A compiled cascade's state (disambig compile route --cascade).")
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name in ("policies", "signal"):
+        sub = commands.add_parser(name)
+        sub.add_argument("--dataset", required=True)
+        sub.add_argument("--metric", required=True)
+        sub.add_argument("--runs", type=Path, default=Path("bench/results/route"))
+        sub.add_argument("--train", type=int, default=60)
+        sub.add_argument("--dev", type=int, default=50)
+        sub.add_argument("--results", type=Path)
+    policy = commands.choices["policies"]
+    policy.add_argument("--escalate", required=True, help="The costlier program the cascade escalates to.")
+    policy.add_argument("--artifact", type=Path, help="A compiled cascade's state (disambig compile route --cascade).")
+    commands.choices["signal"].add_argument("--candidates", nargs=2, required=True, metavar=("FIRST", "SECOND"))
     args = parser.parse_args(argv)
-    text = report(args.dataset, args.metric, args.escalate, args.runs, {"train": args.train, "dev": args.dev},
-                  args.artifact)
-    print(text)
-    if args.results:
-        write_section(args.results, f"cascade-{args.dataset}", text,
-                      "python -m bench.quality.route_cascade " + shlex.join(sys.argv[1:]),
-                      "bench/quality/route_cascade.py")
+    sizes = {"train": args.train, "dev": args.dev}
+    if args.command == "policies":
+        text = report(args.dataset, args.metric, args.escalate, args.runs, sizes, args.artifact)
+    else:
+        text = signal(args.dataset, args.metric, args.candidates, args.runs, sizes)
+    command = SCRIPT.command(sys.argv[1:] if argv is None else argv)
+    section = f"{'cascade' if args.command == 'policies' else 'signal'}-{args.dataset}"
+    SCRIPT.section(args.results, f"Generated by `{command}` from the stored answers (no LM call).\n\n{text}", section)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,11 @@ import sys
 import time
 from pathlib import Path
 
+from bench.harness import Script
+from bench.harness.docs import generated
+
+SCRIPT = Script.of(__file__)
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -30,11 +35,8 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     report = json.loads(args.out.read_text(encoding="utf-8")) if args.report_only else measure(args)
     if args.results:
-        from bench.quality.route_table import write_section
-
-        write_section(args.results, "detector", markdown(report), "python -m bench.quality.route_detector "
-                      "--report-only "
-                      f"--out {args.out} --results {args.results}", "bench/quality/route_detector.py")
+        command = SCRIPT.command(["--report-only", "--out", str(args.out), "--results", str(args.results)])
+        SCRIPT.write(args.results, f"{generated(command)}\n\n{markdown(report)}", "detector")
 
 
 def measure(args: argparse.Namespace) -> dict:

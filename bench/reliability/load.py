@@ -26,7 +26,6 @@ import argparse
 import importlib.util
 import json
 import os
-import shlex
 import signal
 import socket
 import subprocess
@@ -38,10 +37,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from bench.harness import Script, free_port
+from bench.harness.docs import CHECKOUT, generated
 from bench.reliability.load_clients import figures, run_clients
 
-ROOT = Path(__file__).resolve().parents[2]
-FACTORY = f"{ROOT / 'tests' / 'batch_fakes.py'}:scripted_lm"
+SCRIPT = Script.of(__file__)
+FACTORY = f"{CHECKOUT / 'tests' / 'batch_fakes.py'}:scripted_lm"
 START_SECONDS = 240.0  # the embedded model loads before the server answers /ping
 
 
@@ -75,12 +76,6 @@ def logged_model(folder: Path) -> tuple[str, str]:
     state = save_artifact(build_program("closed-book"), folder / "art" / "plain.json", manifest)
     store = f"sqlite:///{folder / 'mlflow.db'}"
     return store, log_compile_run(CompileResult(state, manifest, 0.0, 0.0), uri=store, register=False)["model_uri"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def pings(port: int) -> bool:
@@ -232,18 +227,13 @@ def table(report: dict) -> str:
 
 def write_tables(reports: Path, results: Path | None, command: str) -> None:
     """Print the table of every stored report in ``reports``; with ``results``, write each into its marked section."""
-    from bench.quality.route_table import write_section
-
     paths = sorted(reports.glob("*.json"))
     if not paths:
-        raise SystemExit(f"no stored report (*.json) in {reports}; write one with "
-                         "`python -m bench.reliability.load --out FILE`")
+        raise SystemExit(f"no stored report (*.json) in {reports}; write one with `{SCRIPT.command('--out FILE')}`")
     for path in paths:
         text = table(json.loads(path.read_text(encoding="utf-8")))
-        print(f"{path}:\n{text}\n")
-        if results:
-            write_section(results, path.stem, text, command, "bench/reliability/load.py",
-                          source=f"`{path}` (no server started)")
+        print(f"{path}:")
+        SCRIPT.section(results, f"{generated(command, f'`{path}` (no server started)')}\n\n{text}", path.stem)
 
 
 def main() -> None:
@@ -264,7 +254,7 @@ def main() -> None:
     show.add_argument("--results", type=Path, default=None, help="Markdown file to write the tables into")
     args = parser.parse_args()
     if args.command == "table":
-        write_tables(args.reports, args.results, "python -m bench.reliability.load " + shlex.join(sys.argv[1:]))
+        write_tables(args.reports, args.results, SCRIPT.command(sys.argv[1:]))
         return
     measure(args)
 
@@ -278,8 +268,7 @@ def measure(args: argparse.Namespace) -> None:
     deadline = time.monotonic() + args.max_seconds
     expected = scripted_answer() if args.lm == "scripted" else None
     limits = ["--max-concurrent", str(args.max_concurrent), "--max-queue", str(args.max_queue)]
-    report = {"command": " ".join(["python -m bench.reliability.load", *sys.argv[1:]]), "lm": args.lm,
-              "delay": args.delay,
+    report = {"command": SCRIPT.command(sys.argv[1:]), "lm": args.lm, "delay": args.delay,
               "threads": args.threads, "max_concurrent": args.max_concurrent, "max_queue": args.max_queue,
               "load_average": os.getloadavg(), "code": code_stamp()}
     with tempfile.TemporaryDirectory(prefix="bench-load-") as folder:

@@ -3,7 +3,7 @@
     python -m bench.reliability.prompt_echo                                  # every results.jsonl under bench/results
     python -m bench.reliability.prompt_echo --out bench/results/prompt-echo.json
 
-Reads the stored rows of every run folder under ``--root`` (at any depth; ``rescore.raw_rows``), no LM call. Per
+Reads the stored rows of every run folder under ``--root`` (at any depth; ``bench.harness.raw_rows``), no LM call. Per
 answered row: whether its long answer, and each reading (question and answer), contains the passage-framing note
 (``programs/context.py``'s ``UNTRUSTED_NOTE``: a run of 6 of its words, case-blind, ``prompt_echo.echoes``) and any
 of our prompt texts (``prompt_echo.prompt_texts``), as stored and after ``clean_prediction`` (the cleaning every
@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.quality.rescore import raw_rows
+from bench.harness import raw_rows
 
 
 def count(root: Path) -> dict[str, Any]:

@@ -24,7 +24,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-BEGIN, END = "<!-- bench/scale/retrieval.py:begin -->", "<!-- bench/scale/retrieval.py:end -->"
+from bench.harness import Script
+
+SCRIPT = Script.of(__file__)
 DIM = 384
 K = 10
 
@@ -179,7 +181,7 @@ def markdown(results: dict[str, Any]) -> str:
              f"FAISS search with {meta['faiss_threads']} OpenMP thread(s), Lucene "
              f"indexing with {meta['lucene_threads']} threads, {meta['queries']} ASQA questions, k = {K}.\n"
              f"Command: `{meta['command']}`.")
-    return "\n\n".join([intro, wiki_table(results["wiki_slice"]), scaling_table(results)]) + "\n"
+    return "\n\n".join([intro, wiki_table(results["wiki_slice"]), scaling_table(results)])
 
 
 def wiki_table(wiki: dict[str, Any]) -> str:
@@ -216,15 +218,6 @@ def scaling_table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write_doc(path: Path, table: str) -> None:
-    text = path.read_text(encoding="utf-8") if path.exists() else f"# Benchmarks\n\n{BEGIN}\n{END}\n"
-    if BEGIN not in text:
-        text += f"\n{BEGIN}\n{END}\n"
-    head, _, rest = text.partition(BEGIN)
-    _, _, tail = rest.partition(END)
-    path.write_text(f"{head}{BEGIN}\n{table}{END}{tail}", encoding="utf-8")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
@@ -232,12 +225,12 @@ def main() -> None:
     parser.add_argument("--hnsw-max", type=int, default=100_000, help="Largest size to build HNSW at.")
     parser.add_argument("--faiss-threads", type=int, default=1, help="OpenMP threads for FAISS search.")
     parser.add_argument("--skip-wiki", action="store_true", help="Only the scaling runs.")
-    parser.add_argument("--json", type=Path, default=Path("runs/bench-retrieval.json"))
+    parser.add_argument("--json", type=Path, default=Path("bench/results/retrieval.json"))
     parser.add_argument("--doc", type=Path, default=Path("docs/benchmarks.md"))
     parser.add_argument("--report-only", action="store_true", help="Rewrite --doc from --json, measure nothing.")
     args = parser.parse_args()
     if args.report_only:
-        write_doc(args.doc, markdown(json.loads(args.json.read_text(encoding="utf-8"))))
+        SCRIPT.write(args.doc, markdown(json.loads(args.json.read_text(encoding="utf-8"))))
         return
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -253,7 +246,7 @@ def main() -> None:
     results: dict[str, Any] = {"meta": {
         "date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(), "load": round(os.getloadavg()[0], 1),
         "queries": len(queries), "faiss_threads": args.faiss_threads, "lucene_threads": threads,
-        "command": " ".join(["python -m bench.scale.retrieval", *sys.argv[1:]])}}
+        "command": SCRIPT.command(sys.argv[1:])}}
     with tempfile.TemporaryDirectory(prefix="disambig-bench-") as work:
         if args.skip_wiki and args.json.exists():
             results["wiki_slice"] = json.loads(args.json.read_text())["wiki_slice"]
@@ -263,9 +256,7 @@ def main() -> None:
     results["faiss"] = faiss_scaling(args.sizes, len(queries), args.hnsw_max)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(results, indent=2), encoding="utf-8")
-    table = markdown(json.loads(json.dumps(results)))
-    write_doc(args.doc, table)
-    print(table)
+    SCRIPT.section(args.doc, markdown(json.loads(json.dumps(results))))
 
 
 if __name__ == "__main__":

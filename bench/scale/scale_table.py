@@ -15,6 +15,9 @@ load average) its rows record ("not recorded" for rows older than those fields):
 * ``bm25``: ``bm25.json`` (``bench/bm25_scale.py``);
 * ``passage-lookup``: ``passage-lookup.json`` (``bench/passage_lookup.py``);
 * ``ndcg``: ``ndcg.json`` (``bench/scale_ndcg.py``), Δ against the same set's ``Flat`` row where a row lacks it.
+
+The measuring scripts are retired, their rows kept (``git show a3f4048:bench/scale.py``; ``bm25_scale.py`` at
+``9a09b47``, ``passage_lookup.py`` at ``812619c``, ``scale_ndcg.py`` at ``9c7c4e8``).
 """
 
 from __future__ import annotations
@@ -22,15 +25,17 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.harness import Script
+from bench.harness.docs import generated
 from disambig.evaluation.code_version import describe
 from disambig.retrieval.faiss_index import default_factory, default_nprobe
 
+SCRIPT = Script.of(__file__)
 REAL_VECTORS = 8_840
 """The wiki slice's vectors: ``bench/scale.py`` writes their rows to ``8840.json``, unsuffixed like the Gaussian's."""
 GENERATORS = ("real", "mixture", "gaussian")
@@ -247,16 +252,13 @@ def tables(stored: Path) -> dict[str, tuple[str, list[Path]]]:
 
 def write_tables(stored: Path, results: Path | None, command: str) -> None:
     """Print every table; with ``results``, write each between its markers there."""
-    from bench.quality.route_table import write_section
-
     made = tables(stored)
     if not made:
-        raise SystemExit(f"no stored scale rows in {stored}; measure them with bench/scale.py and the others")
+        raise SystemExit(f"no stored scale rows in {stored}; the scripts that measured them are retired (docstring)")
     for section, (text, paths) in made.items():
-        print(f"{section}:\n{text}\n")
-        if results:
-            source = f"{', '.join(f'`{path.name}`' for path in paths)} in `{stored}` (nothing measured)"
-            write_section(results, section, text, command, "bench/scale/scale_table.py", source=source)
+        source = f"{', '.join(f'`{path.name}`' for path in paths)} in `{stored}` (nothing measured)"
+        print(f"{section}:")
+        SCRIPT.section(results, f"{generated(command, source)}\n\n{text}", section)
 
 
 def main() -> None:
@@ -264,7 +266,7 @@ def main() -> None:
     parser.add_argument("--stored", type=Path, default=Path("bench/results/scale"), help="folder of stored rows")
     parser.add_argument("--results", type=Path, default=None, help="Markdown file to write the tables into")
     args = parser.parse_args()
-    write_tables(args.stored, args.results, "python -m bench.scale.scale_table " + shlex.join(sys.argv[1:]))
+    write_tables(args.stored, args.results, SCRIPT.command(sys.argv[1:]))
 
 
 if __name__ == "__main__":
