@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -38,8 +37,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.harness import Script, clean_worktree, cpu_name, free_port, python_in
+from bench.harness import Script, clean_worktree, cpu_name, python_in
 from bench.harness.docs import CHECKOUT
+from bench.harness.serve import serving
 
 SCRIPT = Script.of(__file__)
 STORED = CHECKOUT / "bench" / "results" / "remote-lm"
@@ -123,37 +123,19 @@ def server_command(setting: Setting, port: int, cli: list[str]) -> list[str]:
 @contextmanager
 def server(setting: Setting, log_path: Path, cli: list[str]) -> Iterator[tuple[str, str, float]]:
     """The setting's server on a free loopback port; yields (api base, model id, start s)."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/v1"
     start = time.monotonic()
-    with log_path.open("a") as log:
-        process = subprocess.Popen(server_command(setting, port, cli), stdout=log, stderr=subprocess.STDOUT,
-                                   env=child_env(), start_new_session=True)
+    with serving(lambda port: server_command(setting, port, cli), model_id, log_path, child_env(), 180.0) as found:
+        port, _, model = found
+        yield f"http://127.0.0.1:{port}/v1", model, time.monotonic() - start
+
+
+def model_id(port: int) -> str | None:
+    """The model id the server at ``port`` lists under ``/v1/models``, or None before it answers."""
     try:
-        model = wait_ready(process, url, log_path)
-        yield url, model, time.monotonic() - start
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-
-
-def wait_ready(process: subprocess.Popen, url: str, log_path: Path, timeout: float = 180) -> str:
-    """The model id the server lists, once it answers ``/models``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            sys.exit(f"the server exited with {process.returncode}; see {log_path}")
-        try:
-            with urllib.request.urlopen(f"{url}/models", timeout=2) as reply:
-                return json.load(reply)["data"][0]["id"]
-        except OSError:
-            time.sleep(0.2)
-    sys.exit(f"the server did not answer within {timeout:.0f} s; see {log_path}")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2) as reply:
+            return json.load(reply)["data"][0]["id"]
+    except OSError:
+        return None
 
 
 def row_count(path: Path) -> int:

@@ -28,7 +28,6 @@ import json
 import os
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,8 +36,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bench.harness import Script, free_port
+from bench.harness import Script
 from bench.harness.docs import CHECKOUT, generated
+from bench.harness.serve import family, serving
 from bench.reliability.load_clients import figures, run_clients
 
 SCRIPT = Script.of(__file__)
@@ -78,29 +78,13 @@ def logged_model(folder: Path) -> tuple[str, str]:
     return store, log_compile_run(CompileResult(state, manifest, 0.0, 0.0), uri=store, register=False)["model_uri"]
 
 
-def pings(port: int) -> bool:
+def pings(port: int) -> bool | None:
+    """True when the server at ``port`` answers ``/ping``, else None (not yet)."""
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/ping", timeout=2) as response:
-            return response.status == 200
+            return response.status == 200 or None
     except OSError:
-        return False
-
-
-def family(pid: int) -> set[int]:
-    """``pid`` and every live process below it, read from ``/proc``."""
-    parents: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        try:
-            fields = Path(f"/proc/{entry}/stat").read_text().rpartition(")")[2].split() if entry.isdigit() else []
-        except OSError:
-            continue
-        if fields and fields[0] != "Z":
-            parents[int(entry)] = int(fields[1])
-    found, frontier = {pid}, {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
+        return None
 
 
 def rss_mb(pids: set[int]) -> float:
@@ -117,39 +101,11 @@ def rss_mb(pids: set[int]) -> float:
 
 @contextmanager
 def served(model_uri: str, store: str, env: dict[str, str], limits: list[str], log: Path) -> Iterator[tuple[int, int]]:
-    """`disambig serve` on a free loopback port until the block ends: yields (port, server PID). The server is
-    stopped as a user would (SIGTERM to `disambig serve`, which stops its group); whatever of it is left after 30 s
-    is killed, group by group."""
-    from disambig.cli.process_group import stop_group
-
-    port = free_port()
-    command = [str(Path(sys.executable).with_name("disambig")), "serve", model_uri, "--port", str(port),
-               "--tracking-uri", store, *limits]
-    with open(log, "w", encoding="utf-8") as out:
-        server = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    groups = {server.pid}
-    try:
-        deadline = time.monotonic() + START_SECONDS
-        while not pings(port):
-            if server.poll() is not None or time.monotonic() > deadline:
-                tail = log.read_text(encoding="utf-8", errors="replace")[-2000:]
-                raise RuntimeError(f"the server did not come up (exit {server.poll()}); its log ends:\n{tail}")
-            time.sleep(0.5)
-        groups |= {os.getpgid(pid) for pid in family(server.pid) if _exists(pid)}
-        yield port, server.pid
-    finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        for group in groups:
-            stop_group(group, grace=5)
-
-
-def _exists(pid: int) -> bool:
-    return Path(f"/proc/{pid}").exists()
+    """`disambig serve` on a free loopback port until the block ends: yields (port, server PID); stopped as a user
+    would stop it (``bench.harness.serve.serving``)."""
+    command = [str(Path(sys.executable).with_name("disambig")), "serve", model_uri, "--tracking-uri", store, *limits]
+    with serving(lambda port: [*command, "--port", str(port)], pings, log, env, START_SECONDS) as (port, pid, _):
+        yield port, pid
 
 
 def port_open(port: int) -> bool:
