@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-import json
-from pathlib import Path
-
 import pytest
 
 from disambig.lm.usage import Trace
@@ -91,22 +87,3 @@ def test_every_prediction_is_cleaned_and_the_trace_counts_it():
     clean = make_prediction([Interpretation("Who sang it?", "Toni Braxton")], "Toni Braxton sang it.", Trace())
     assert clean.trace["notes"]["prompt_echo"] == {"removed": 0, "dropped_readings": 0}
 
-
-def test_the_stored_runs_count(tmp_path, monkeypatch):
-    # two run folders at different depths: 3 answered rows (one with the note, one with a reading that is only the
-    # note) and a failed row without a prediction, which is not counted
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
-    rows = {"a/run": [{"prediction": {"long_answer": f"{NOTE} Paris.", "interpretations": []}},
-                      {"prediction": None, "error": "boom"}],
-            "b/deeper/run": [{"prediction": {"long_answer": "Lyon.", "interpretations": [
-                {"question": "Which city?", "answer": NOTE}, {"question": "Which river?", "answer": "Rhône"}]}},
-                             {"prediction": {"long_answer": "Nice.", "interpretations": []}}]}
-    for folder, lines in rows.items():
-        (tmp_path / folder).mkdir(parents=True)
-        (tmp_path / folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines), "utf-8")
-    counts = importlib.import_module("bench.reliability.prompt_echo").count(tmp_path)
-    assert (counts["run_folders"], counts["long_answers"], counts["readings_before"], counts["readings_after"]) == (
-        2, 3, 2, 1)
-    assert (counts["long_answers_with_note_before"], counts["long_answers_with_note_after"]) == (1, 0)
-    assert (counts["readings_with_note_before"], counts["readings_with_note_after"], counts["cuts"]) == (1, 0, 2)
-    assert counts["long_answers_with_note_before_by_folder"] == {"a": 1}

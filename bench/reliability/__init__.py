@@ -1,1 +1,1 @@
-"""How the programs and the server hold up: load, poisoned passages, prompt text echoed in answers."""
+"""How the programs and the server hold up: the server under load, and instructions planted in retrieved passages."""
