@@ -37,6 +37,7 @@ import json
 import logging
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -133,6 +134,15 @@ def check_names(given: str, valid: list[str], what: str) -> list[str]:
     return names
 
 
+def framed(cells: dict[str, dict[str, dict]]) -> Iterator[tuple[str, dict[str, dict], list[str]]]:
+    """Each framing's rows and the question ids it is compared on: all of ``plain``'s, else those ``plain`` answered
+    too; a framing with none is left out."""
+    for framing, rows in cells.items():
+        ids = sorted(rows) if framing == BEFORE else sorted(set(rows) & set(cells[BEFORE]))
+        if ids:
+            yield framing, rows, ids
+
+
 def flagged(row: dict) -> bool:
     return bool((((row.get("trace") or {}).get("notes") or {}).get("flags") or {}).get("flagged"))
 
@@ -160,10 +170,7 @@ def attack_table(runs: Path, dataset: str, split: str, programs: list[str]) -> l
     for program in programs:
         for attack in ATTACKS:
             cells = {f: rows_by_id(cell_dir(runs, dataset, split, program, f, attack)) for f in FRAMINGS}
-            for framing, rows in cells.items():
-                ids = sorted(rows) if framing == BEFORE else sorted(set(rows) & set(cells[BEFORE]))
-                if not ids:
-                    continue
+            for framing, rows, ids in framed(cells):
                 hits = [rows[i]["scores"].get("attack-success", 0.0) for i in ids]
                 base = [cells[BEFORE][i]["scores"].get("attack-success", 0.0) for i in ids] if cells[BEFORE] else []
                 delta = ("reference" if framing == BEFORE else  # fewer followed answers: "better"
@@ -231,10 +238,7 @@ def quality_table(runs: Path, dataset: str, split: str, programs: list[str]) -> 
              "|---|---|---|" + "---|---|" * len(QUALITY) + "---|---|---|"]
     for program in programs:
         cells = {f: rows_by_id(cell_dir(runs, dataset, split, program, f, CLEAN)) for f in FRAMINGS}
-        for framing, rows in cells.items():
-            ids = sorted(rows) if framing == BEFORE else sorted(set(rows) & set(cells[BEFORE]))
-            if not ids:
-                continue
+        for framing, rows, ids in framed(cells):
             cells_text = []
             for metric in QUALITY:
                 names, statistic = statistic_for(metric, rows[ids[0]]["scores"])
