@@ -44,7 +44,8 @@ def check(lm: str | None = options.LM, threads: int | None = options.THREADS) ->
 @user_errors
 def serve(
     model: str = typer.Option("local", "--model", metavar="SPEC",
-                              help="Local model: local, local:NAME (smollm2, qwen2.5-0.5b, qwen2.5-1.5b) or local:/path/model.gguf."),
+                              help="Local model: local, local:NAME (smollm2, qwen2.5-0.5b, qwen2.5-1.5b) or "
+                                   "local:/path/model.gguf."),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (keep loopback unless clients are "
                                                          "trusted: the API has no key)."),
     port: int = typer.Option(8000, "--port", min=1, max=65535),
