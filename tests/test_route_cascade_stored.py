@@ -1,6 +1,6 @@
-"""The compiled ASQA cascade (``bench/results/route/compiled/route/asqa/asqa-cascade.json``) reproduces
-``bench/quality/route_cascade.py``'s "logistic, answer-side + retrieval" row of ``docs/RESULTS.md`` from the stored
-runs.
+"""The compiled ASQA cascade (``bench/results/route/compiled/route/asqa/asqa-cascade.json``) reproduces the
+"logistic, answer-side + retrieval" row of ``docs/RESULTS.md``'s recorded ASQA cascade table (drawn by
+``bench/quality/route_cascade.py``, retired after commit 3772683) from the stored runs.
 
 The fast test applies the saved model to the stored VanillaRAG dev answers (answer-side features recomputed here) and
 to the retrieval features its ``route predict --first-run`` decisions recorded; the slow one compiles it again from
@@ -29,9 +29,9 @@ BENCH_ROW = "logistic, answer-side + retrieval"
 
 
 def results_row(label: str) -> list[str]:
-    """The cells of ``label``'s row in the generated ASQA cascade table of docs/RESULTS.md."""
+    """The cells of ``label``'s row in the recorded ASQA cascade table of docs/RESULTS.md."""
     doc = (ROOT / "docs" / "RESULTS.md").read_text(encoding="utf-8")
-    section = doc.split("<!-- bench/quality/route_cascade.py:cascade-asqa:begin -->")[1].split("end -->")[0]
+    section = doc.split("python -m bench.quality.route_cascade policies --dataset asqa ")[1].split("\nLabel:")[0]
     line = next(line for line in section.splitlines() if line.startswith(f"| {label} |"))
     return [cell.strip() for cell in line.strip("|").split("|")]
 
