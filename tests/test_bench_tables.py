@@ -82,24 +82,6 @@ def test_amd_table_reads_gains_against_the_searching_retriever(tmp_path, bench):
     assert text.index("`bm25`") < text.index("`amd-sparse`") < text.index("`dense`") < text.index("`amd-dense`")
 
 
-def test_dfa_aggregation_table_compares_modes_on_questions_judged_in_both(bench):
-    table = bench("bench.quality.dfa_aggregation")
-    code = {"commit": "abc123", "dirty": False}
-
-    def row(qid, mode, batches, cp, count):
-        return {"id": qid, "mode": mode, "candidates": 10, "batches": batches, "lc_judge": batches, "lc_dedup": 0,
-                "cp": cp, "judged_pairs": 0, "count": count, "gold_count": 4, "ace": abs(count - 4),
-                "nace": abs(count - 4) / 4, "tokens": 100, "seconds": 1.0, "code": code}
-
-    rows = [row("q1", "greedy", 1, 0, 4), row("q1", "per-cluster", 3, 6, 5), row("q2", "greedy", 2, 1, 2)]
-    text = table.section(rows, "--run r")
-    assert "1 questions, each judged in both modes" in text  # q2 has no per-cluster row yet
-    assert "| greedy | 10.0 | 1.00 | 1.00 | 0.00 | 0.0 | 100 | 0.000 | 0.000 | 0.000 | 1 | reference | 5 / 41 |" in text
-    # one question, NACE 0.25 above greedy's: a zero-wide interval, and higher NACE is worse
-    assert ("| per-cluster | 10.0 | 3.00 | 3.00 | 0.00 | 6.0 | 100 | 0.250 | 0.250 | 1.000 | 0 | "
-            "+0.250 [+0.250, +0.250] worse | 51 / 247 |") in text
-
-
 def test_amd_table_names_a_compiled_expansion_after_its_retriever(tmp_path, bench):
     table = bench("bench.quality.amd_table")
     code = {"commit": "abc123", "dirty": False}
