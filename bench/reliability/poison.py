@@ -9,6 +9,18 @@ the passages-are-data defence, and what the defence costs on clean questions.
         --dataset asqa --limit 30 --attacks clean,assertion,fake-reply   # cells under route-asqa-cascade/
     python -m bench.reliability.poison table --programs vanilla-rag,route-asqa-cascade --dataset asqa \
         [--results docs/RESULTS.md]
+    python -m bench.reliability.poison contradict --program vanilla-rag --dataset asqa --limit 30 --planted 0,1,3
+    python -m bench.reliability.poison contradictions --programs vanilla-rag,diva --dataset asqa \
+        [--results docs/reliability.md]
+
+``contradict`` is knowledge poisoning: passages that state a wrong answer of the right type, with no instruction
+(``disambig.retrieval.contradict``: the fixed procedure that makes them from each question's answer-bearing passage).
+Its questions are the first ``--limit`` of the split that have a gold answer in the clean corpus's top 20; each
+``--planted`` count (0 = the clean corpus) searches its own corpus, the clean one plus that many planted passages per
+question, indexed beside it (a scratch cache under ``~/.cache/disambig/poison``). Cells under
+``RUNS/DATASET-SPLIT/LABEL/contradict/planted-N``; rows score ``wrong-given``, ``conflict-flagged`` and
+``attack-success`` (``disambig.metrics.poison``) and the quality metrics with the conflict note left in the answer.
+``contradictions`` reads them back (no LM call).
 
 ``run`` answers the first N questions of the split once per (framing, attack) cell through
 ``disambig.evaluation.session.run_eval``: one resumable folder per cell under ``RUNS/DATASET-SPLIT/LABEL/FRAMING/
@@ -38,7 +50,7 @@ import logging
 import sys
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +131,85 @@ def run(args: argparse.Namespace) -> None:
                                        track=False, allow_mixed_code=args.allow_mixed_code)
                 logger.warning("%s %s %s: %d questions, %s", label, framing, attack, stage,
                                json.dumps(outcome.report["metrics"]))
+
+
+SCRATCH = Path("~/.cache/disambig/poison").expanduser()
+SCAN = 20
+
+
+def contradict(args: argparse.Namespace) -> None:
+    """Answer the contradiction cells, stage by stage: the clean corpus and each count of planted passages."""
+    from disambig.data import load_dataset
+    from disambig.data.corpus import corpus_path
+    from disambig.data.loaders import dataset_format, default_corpus
+    from disambig.evaluation.session import EvalConfig, run_eval
+    from disambig.lm.runtime import build_lm, configure_dspy
+    from disambig.metrics.poison import contradiction_metrics
+    from disambig.optimizers.loading import load
+    from disambig.programs import build_program
+    from disambig.programs.registry import retriever_kind, with_format_option
+    from disambig.retrieval import build_retriever
+    from disambig.retrieval.contradict import answer_pool, contradiction, others, planted_corpus
+    from disambig.run_setup import default_metrics, resolve_metrics
+    from disambig.settings import load_settings
+
+    settings = load_settings(threads=args.threads)
+    everything = load_dataset(args.dataset, split=args.split)
+    kind, corpus = retriever_kind(args.program, args.retriever), default_corpus(args.dataset)
+    base = build_retriever(kind, corpus=corpus, settings=settings)
+    pools, plans, examples = answer_pool(everything), [], []
+    for example in everything:
+        if len(plans) == args.limit:
+            break
+        plan = contradiction(example, base.search(example.question, SCAN), others(pools, str(example.id)),
+                             max(args.planted))
+        if plan is not None:
+            plans.append(plan)
+            examples.append(example)
+    stem = f"{Path(args.dataset).stem}-{args.split}"
+    (SCRATCH / f"{stem}-plans.jsonl").parent.mkdir(parents=True, exist_ok=True)
+    (SCRATCH / f"{stem}-plans.jsonl").write_text("".join(json.dumps(p.as_dict()) + "\n" for p in plans))
+    lm = build_lm(settings)
+    configure_dspy(lm)
+    fmt = dataset_format(args.dataset)
+    metrics = resolve_metrics(default_metrics(fmt, True), settings, program_lm=lm)
+    metrics |= shown_quality(metrics) | contradiction_metrics({p.question_id: p.wrong_answer for p in plans})
+    options = {} if args.artifact else with_format_option(args.program, fmt, {})
+    label = program_label(args.program, args.artifact)
+    retrievers = {n: base if n == 0 else build_retriever(kind, settings=settings, corpus=str(planted_corpus(
+        corpus_path(corpus), [replace(p, passages=p.passages[:n]) for p in plans], SCRATCH / f"{stem}-{n}.jsonl")))
+        for n in args.planted}
+    for stage in sorted({*args.stages, len(examples)}):
+        for n, retriever in retrievers.items():
+            config = EvalConfig(program=args.program, dataset=args.dataset, split=args.split, limit=args.limit,
+                                lm=settings.lm, retriever=f"{kind}:{corpus}+contradict:{n}", metrics=tuple(metrics),
+                                options=options, artifact=args.artifact)
+            program = (load(args.artifact, retriever=retriever, settings=settings) if args.artifact
+                       else build_program(args.program, retriever, **options))
+            outcome = run_eval(config, program, examples[:stage], metrics,
+                               contradiction_dir(args.runs, args.dataset, args.split, label, n), threads=1,
+                               track=False, allow_mixed_code=args.allow_mixed_code)
+            logger.warning("%s planted %d: %d questions, %s", label, n, min(stage, len(examples)),
+                           json.dumps(outcome.report["metrics"]))
+
+
+def contradiction_dir(runs: Path, dataset: str, split: str, program: str, planted: int) -> Path:
+    return runs / f"{Path(dataset).stem}-{split}" / program / "contradict" / f"planted-{planted}"
+
+
+def shown_quality(metrics: dict[str, Any]) -> dict[str, Any]:
+    """``NAME+note`` for the metrics that read the long answer: scored with the conflict note left in it, as a user
+    reads it."""
+    from types import SimpleNamespace
+
+    def shown(metric: Any) -> Any:
+        def scored(example: Any, pred: Any, trace: Any = None) -> Any:
+            view = SimpleNamespace(**{k: getattr(pred, k, None) for k in ("long_answer", "interpretations")})
+            return metric(example, view, trace)
+
+        return scored
+
+    return {f"{name}+note": shown(metrics[name]) for name in ("rouge-l", "str-em") if name in metrics}
 
 
 def program_label(program: str, artifact: str = "") -> str:
@@ -286,6 +377,40 @@ def table(runs: Path, dataset: str, split: str, programs: list[str]) -> str:
         *quality_table(runs, dataset, split, programs)])
 
 
+def contradiction_table(runs: Path, dataset: str, split: str, programs: list[str], planted: list[int]) -> str:
+    """Per program and count of planted passages: how often the wrong answer is given (before: conflicts ignored)
+    and given unflagged (after), paired; then clean quality with the conflict note stripped and shown."""
+    from disambig.evaluation.paired import format_difference, paired_difference, statistic_for
+
+    lines = ["| program | planted | n | wrong answer given (before) [95% CI] | given, not flagged (after) [95% CI] | "
+             "Δ after vs before [95% CI] | flagged | any conflict |", "|---|---|---|---|---|---|---|---|"]
+    quality = ["| program | planted | n | metric | as scored (note stripped) | with the note [95% CI of Δ] | "
+               "vs clean (note stripped) [95% CI] |", "|---|---|---|---|---|---|---|"]
+    for program in programs:
+        cells = {n: rows_by_id(contradiction_dir(runs, dataset, split, program, n)) for n in [0, *planted]}
+        clean = cells[0]
+        for n, rows in cells.items():
+            ids = sorted(rows) if n == 0 else sorted(set(rows) & set(clean))
+            if not ids:
+                continue
+            score = lambda name, i, r=rows: float(r[i]["scores"].get(name, 0.0))  # noqa: E731
+            before, after = [score("wrong-given", i) for i in ids], [score("attack-success", i) for i in ids]
+            delta = format_difference(paired_difference(after, before, higher_is_better=False))
+            conflicted = sum(bool(((rows[i].get("trace") or {}).get("notes") or {}).get("conflicts")) for i in ids)
+            lines.append(f"| {program} | {n} | {len(ids)} | {rate(before)} | {rate(after)} | {delta} | "
+                         f"{int(sum(score('conflict-flagged', i) for i in ids))} | {conflicted} |")
+            metric = "dr" if "rouge-l" in rows[ids[0]]["scores"] else "ambigqa-f1"
+            names, statistic = statistic_for(metric, rows[ids[0]]["scores"])
+            ours = stacked(rows, ids, names)
+            shown_names = tuple(f"{m}+note" if f"{m}+note" in rows[ids[0]]["scores"] else m for m in names)
+            note = format_difference(paired_difference(stacked(rows, ids, shown_names), ours, statistic))
+            versus = ("reference" if n == 0 else
+                      format_difference(paired_difference(ours, stacked(clean, ids, names), statistic)))
+            quality.append(f"| {program} | {n} | {len(ids)} | {metric} | {float(statistic(*ours)):.3f} | {note} | "
+                           f"{versus} |")
+    return "\n".join([*lines, "", *quality])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -303,6 +428,26 @@ def main() -> None:
     answer.add_argument("--threads", type=int, default=None)
     answer.add_argument("--runs", type=Path, default=RUNS)
     answer.add_argument("--allow-mixed-code", action="store_true")
+    plant = commands.add_parser("contradict", help="answer with contradicting passages planted (LM calls)")
+    plant.add_argument("--program", required=True)
+    plant.add_argument("--dataset", default="asqa")
+    plant.add_argument("--split", default="dev")
+    plant.add_argument("--limit", type=int, default=30)
+    plant.add_argument("--retriever", default=None)
+    plant.add_argument("--artifact", default="", help="a compiled PROGRAM's state JSON (route: its policy)")
+    plant.add_argument("--planted", type=lambda s: [int(x) for x in s.split(",")], default=[0, 1, 3])
+    plant.add_argument("--stages", type=lambda s: [int(x) for x in s.split(",")], default=[10, 20])
+    plant.add_argument("--threads", type=int, default=None)
+    plant.add_argument("--runs", type=Path, default=RUNS)
+    plant.add_argument("--allow-mixed-code", action="store_true")
+    read = commands.add_parser("contradictions", help="the contradiction tables from the stored rows (no LM call)")
+    read.add_argument("--programs", default="vanilla-rag")
+    read.add_argument("--dataset", default="asqa")
+    read.add_argument("--split", default="dev")
+    read.add_argument("--planted", type=lambda s: [int(x) for x in s.split(",")], default=[1, 3])
+    read.add_argument("--runs", type=Path, default=RUNS)
+    read.add_argument("--results", type=Path)
+    read.add_argument("--section", default="")
     show = commands.add_parser("table", help="the tables from the stored rows (no LM call)")
     show.add_argument("--programs", default="vanilla-rag", help="cell folders: program names, PROGRAM-ARTIFACT for "
                       "a run with --artifact")
@@ -313,8 +458,14 @@ def main() -> None:
     show.add_argument("--section", default="")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
-    if args.command == "run":
-        run(args)
+    if args.command in ("run", "contradict"):
+        (run if args.command == "run" else contradict)(args)
+        return
+    if args.command == "contradictions":
+        programs = [p.strip() for p in args.programs.split(",") if p.strip()]
+        text = contradiction_table(args.runs, args.dataset, args.split, programs, args.planted)
+        SCRIPT.section(args.results, f"Generated by `{SCRIPT.command(sys.argv[1:])}` from the stored answers (no LM "
+                       f"call).\n\n{text}", args.section or f"contradict-{Path(args.dataset).stem}")
         return
     text = table(args.runs, args.dataset, args.split, [p.strip() for p in args.programs.split(",") if p.strip()])
     SCRIPT.section(args.results, f"Generated by `{SCRIPT.command(sys.argv[1:])}` from the stored answers (no LM "
