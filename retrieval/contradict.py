@@ -84,13 +84,14 @@ def contradiction(example: Any, hits: Sequence[Any], pool: Sequence[tuple[str, s
         true = next(a for a in answers if _occurs(a, _get(holding[0], "text")))
         qid = str(_get(example, "id"))
         wrong = wrong_answer(true, qid, pool, gold, reading["question"])
-        texts = [_swap(_get(h, "text"), answers, wrong) for h in holding[:count]]
+        sources = holding[:count]
+        texts = [_swap(_get(h, "text"), answers, wrong) for h in sources]
         texts += [_rotated(texts[0], n) for n in range(1, count - len(texts) + 1)]
-        sources = [holding[min(i, len(holding) - 1)] for i in range(count)]
+        sources += [holding[0]] * (count - len(sources))  # the rotated copies are the first's
         planted = tuple({"id": f"{POISON_PREFIX}contradict:{qid}:{n}", "title": _get(h, "title"), "text": t}
                         for n, (h, t) in enumerate(zip(sources, texts, strict=True)))
-        return Contradiction(qid, reading["question"], true, wrong, tuple(_get(h, "id") for h in holding[:count]),
-                             planted)
+        ids = tuple(dict.fromkeys(_get(h, "id") for h in sources))
+        return Contradiction(qid, reading["question"], true, wrong, ids, planted)
     return None
 
 
