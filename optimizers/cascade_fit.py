@@ -1,9 +1,9 @@
 """Fit a route cascade's escalation model on the train questions: a logistic regression of "escalation better" on
-the answer-side and retrieval features, its C and threshold (from ``thresholds``; by default 0.5 alone, as in
-``bench/route_cascade.py``) chosen by the cross-validated worth of the train cascade, and kept only when that beats
-never and always escalating.
+the answer-side and retrieval features, its C and threshold (from ``thresholds``; by default 0.5 alone, as in the
+retired cascade benchmark, ``git show 3772683:bench/quality/route_cascade.py``) chosen by the cross-validated worth
+of the train cascade, and kept only when that beats never and always escalating.
 
-The cross-validation is ``bench/route_cascade.py``'s: stratified ``FOLDS``-fold, ``REPEATS`` repeats, seed
+The cross-validation is that benchmark's: stratified ``FOLDS``-fold, ``REPEATS`` repeats, seed
 ``SEED``; each repeat's held-out decisions make one whole train cascade, whose worth (the dataset's metric minus the
 cost of its calls, from the caller's ``worth``) is averaged over the repeats.
 """

@@ -60,12 +60,6 @@ def row_costs(raw: list[dict]) -> dict[str, float]:
                       failures_without_trace=sum(r.get("error") is not None and not r.get("trace") for r in raw))
 
 
-def row_cost(row: Mapping[str, Any]) -> tuple[float, float]:
-    """One row's LM calls and tokens (input + output)."""
-    trace = row.get("trace") or {}
-    return float(trace.get("lm_calls", 0)), float(trace.get("input_tokens", 0)) + float(trace.get("output_tokens", 0))
-
-
 @lru_cache(maxsize=8)
 def questions(dataset: str) -> tuple[list[Any], str]:
     """Every question of ``dataset`` and its kind (``asqa``, ``ambignq``), loaded once per process."""
@@ -90,11 +84,3 @@ def score_rows(rows: Iterable[Mapping[str, Any]], dataset: str, *names: Iterable
 def by_id(per_question: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
     """A scoring result's per-question scores keyed by question id."""
     return {str(q["id"]): q["scores"] for q in per_question}
-
-
-def corpus_value(metric: str, scores: Mapping[str, Mapping[str, float]], ids: Iterable[str] | None = None) -> float:
-    """The corpus-level ``metric`` over the questions ``ids`` (default all) from their per-question scores."""
-    from disambig.optimizers.route_eval import corpus_score
-    from disambig.optimizers.route_labels import Outcome
-
-    return corpus_score(metric, [Outcome(scores[i], 0) for i in (scores if ids is None else ids)])
