@@ -209,7 +209,7 @@ def shown_quality(metrics: dict[str, Any]) -> dict[str, Any]:
 
         return scored
 
-    return {f"{name}+note": shown(metrics[name]) for name in ("rouge-l", "str-em") if name in metrics}
+    return {f"{name}+note": shown(metrics[name]) for name in ("rouge-l", "d-f1") if name in metrics}
 
 
 def program_label(program: str, artifact: str = "") -> str:
@@ -384,8 +384,8 @@ def contradiction_table(runs: Path, dataset: str, split: str, programs: list[str
 
     lines = ["| program | planted | n | wrong answer given (before) [95% CI] | given, not flagged (after) [95% CI] | "
              "Δ after vs before [95% CI] | flagged | any conflict |", "|---|---|---|---|---|---|---|---|"]
-    quality = ["| program | planted | n | metric | as scored (note stripped) | with the note [95% CI of Δ] | "
-               "vs clean (note stripped) [95% CI] |", "|---|---|---|---|---|---|---|"]
+    quality = ["| program | planted | n | quality (as scored: note stripped) | Δ vs clean [95% CI] | "
+               "the long answer as shown, with the note [95% CI] |", "|---|---|---|---|---|---|"]
     for program in programs:
         cells = {n: rows_by_id(contradiction_dir(runs, dataset, split, program, n)) for n in [0, *planted]}
         clean = cells[0]
@@ -402,12 +402,13 @@ def contradiction_table(runs: Path, dataset: str, split: str, programs: list[str
             metric = "dr" if "rouge-l" in rows[ids[0]]["scores"] else "ambigqa-f1"
             names, statistic = statistic_for(metric, rows[ids[0]]["scores"])
             ours = stacked(rows, ids, names)
-            shown_names = tuple(f"{m}+note" if f"{m}+note" in rows[ids[0]]["scores"] else m for m in names)
-            note = format_difference(paired_difference(stacked(rows, ids, shown_names), ours, statistic))
             versus = ("reference" if n == 0 else
                       format_difference(paired_difference(ours, stacked(clean, ids, names), statistic)))
-            quality.append(f"| {program} | {n} | {len(ids)} | {metric} | {float(statistic(*ours)):.3f} | {note} | "
-                           f"{versus} |")
+            noted = next((m for m in ("rouge-l", "d-f1") if f"{m}+note" in rows[ids[0]]["scores"]), None)
+            note = "–" if noted is None else (f"{noted} {rate([score(noted, i) for i in ids])}, with the note "
+                                              f"{rate([score(noted + '+note', i) for i in ids])}")
+            quality.append(f"| {program} | {n} | {len(ids)} | {metric} {float(statistic(*ours)):.3f} | {versus} | "
+                           f"{note} |")
     return "\n".join([*lines, "", *quality])
 
 
