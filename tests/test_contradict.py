@@ -139,5 +139,5 @@ def test_the_contradiction_table_pairs_after_with_before(tmp_path, monkeypatch):
     assert attack.startswith("| vanilla-rag | 1 | 4 | 0.500 ") and "| 0.250 " in attack
     assert attack.rstrip().endswith("| 1 | 1 |")  # one flagged, one with any conflict
     # DR = sqrt(mean D-F1 * mean ROUGE-L): clean sqrt(0.625 * 0.5) = 0.559, planted sqrt(0.375 * 0.5) = 0.433
-    assert "| dr 0.433 |" in quality and "rouge-l 0.500 " in quality and "with the note 0.400 " in quality
+    assert "| dr 0.433 |" in quality and "rouge-l 0.400 " in quality and "Δ -0.100 " in quality
     assert "| vanilla-rag | 0 | 4 | dr 0.559 | reference |" in text

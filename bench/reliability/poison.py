@@ -385,7 +385,7 @@ def contradiction_table(runs: Path, dataset: str, split: str, programs: list[str
     lines = ["| program | planted | n | wrong answer given (before) [95% CI] | given, not flagged (after) [95% CI] | "
              "Δ after vs before [95% CI] | flagged | any conflict |", "|---|---|---|---|---|---|---|---|"]
     quality = ["| program | planted | n | quality (as scored: note stripped) | Δ vs clean [95% CI] | "
-               "the long answer as shown, with the note [95% CI] |", "|---|---|---|---|---|---|"]
+               "the long answer as shown, with the note; Δ vs as scored [95% CI] |", "|---|---|---|---|---|---|"]
     for program in programs:
         cells = {n: rows_by_id(contradiction_dir(runs, dataset, split, program, n)) for n in [0, *planted]}
         clean = cells[0]
@@ -405,8 +405,10 @@ def contradiction_table(runs: Path, dataset: str, split: str, programs: list[str
             versus = ("reference" if n == 0 else
                       format_difference(paired_difference(ours, stacked(clean, ids, names), statistic)))
             noted = next((m for m in ("rouge-l", "d-f1") if f"{m}+note" in rows[ids[0]]["scores"]), None)
-            note = "–" if noted is None else (f"{noted} {rate([score(noted, i) for i in ids])}, with the note "
-                                              f"{rate([score(noted + '+note', i) for i in ids])}")
+            note = "–" if noted is None else (f"{noted} {rate([score(noted + '+note', i) for i in ids])}, Δ "
+                                              + format_difference(paired_difference(
+                                                  [score(noted + "+note", i) for i in ids],
+                                                  [score(noted, i) for i in ids])))
             quality.append(f"| {program} | {n} | {len(ids)} | {metric} {float(statistic(*ours)):.3f} | {versus} | "
                            f"{note} |")
     return "\n".join([*lines, "", *quality])
