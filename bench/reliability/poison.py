@@ -17,7 +17,8 @@ the passages-are-data defence, and what the defence costs on clean questions.
 (``disambig.retrieval.contradict``: the fixed procedure that makes them from each question's answer-bearing passage).
 Its questions are the first ``--limit`` of the split that have a gold answer in the clean corpus's top 20; each
 ``--planted`` count (0 = the clean corpus) searches its own corpus, the clean one plus that many planted passages per
-question, indexed beside it (a scratch cache under ``~/.cache/disambig/poison``). Cells under
+question, indexed beside it (the corpus files under ``~/.cache/disambig/poison``, their indexes in the index cache,
+keyed by content). Cells under
 ``RUNS/DATASET-SPLIT/LABEL/contradict/planted-N``; rows score ``wrong-given``, ``conflict-flagged`` and
 ``attack-success`` (``disambig.metrics.poison``) and the quality metrics with the conflict note left in the answer.
 ``contradictions`` reads them back (no LM call).
