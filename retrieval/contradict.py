@@ -103,9 +103,11 @@ def wrong_answer(answer: str, question_id: str, pool: Sequence[tuple[str, str]],
     opens with the same question word as ``reading`` (who, where, which, what, ...) when there are any."""
     seed = int(hashlib.sha1(question_id.encode()).hexdigest(), 16)
     numbers = list(_NUMBER.finditer(answer))
-    if numbers:
-        last = numbers[-1]
-        return answer[:last.start()] + _moved(last.group(), 1 + seed % 9) + answer[last.end():]
+    if numbers:  # the first offset whose answer is no gold answer as written
+        last, taken = numbers[-1], {g.strip().lower() for g in gold}
+        moved = [answer[:last.start()] + _moved(last.group(), 1 + (seed + step) % 9) + answer[last.end():]
+                 for step in range(9)]
+        return next((m for m in moved if m.strip().lower() not in taken), moved[0])
     taken = {w for g in gold for w in _words(g)}
     fitting = sorted({(q, a.strip()) for q, a in pool if a.strip() and not _NUMBER.search(a)
                       and _shape(a) == _shape(answer) and not (_words(a) & taken)})

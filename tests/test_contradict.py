@@ -40,6 +40,9 @@ def test_numbers_move_by_a_seeded_offset_and_keep_their_form():
     year = wrong_answer("June 15, 2024", "q1", [])
     assert year.startswith("June 15, ") and int(year[-4:]) < 2024  # forward would pass 2025: moved back
     assert wrong_answer("38 parks", "q2", []).endswith(" parks")
+    first = wrong_answer("six", "q1", [])
+    # a move onto another reading's gold answer takes the next offset
+    assert wrong_answer("six", "q1", [], ["six", first]) not in {"six", first}
 
 
 def test_names_come_from_readings_with_the_same_question_word():

@@ -167,7 +167,7 @@ def contradict(args: argparse.Namespace) -> None:
         if plan is not None:
             plans.append(plan)
             examples.append(example)
-    stem = f"{Path(args.dataset).stem}-{args.split}"
+    stem = f"{Path(args.dataset).stem}-{args.split}-{args.limit}"  # runs of other sizes plant other questions
     (SCRATCH / f"{stem}-plans.jsonl").parent.mkdir(parents=True, exist_ok=True)
     (SCRATCH / f"{stem}-plans.jsonl").write_text("".join(json.dumps(p.as_dict()) + "\n" for p in plans))
     lm = build_lm(settings)
