@@ -49,6 +49,11 @@ PROGRAMS: dict[str, ProgramInfo] = {
         "DIVA's RAG + RD ablation: pseudo-interpretations, diversified + pruned retrieval, RAC (no verification, no "
         "adaptive answer)", True,
     ),
+    "diva-anchored": ProgramInfo(
+        "disambig.programs.diva:DIVAAnchored",
+        "DIVA's pseudo-interpretations and diversified retrieval, each reading answered on its own from the passages "
+        "(the answers grade the retrieval), long answer over the answered readings", True,
+    ),
     "verdict": ProgramInfo(
         "disambig.programs.verdict:VerDICt",
         "VerDICt: relaxed query, one top-20 retrieval, one feedback call per passage (reading + answer or abstain), "

@@ -21,6 +21,8 @@ PASSAGES = (
     "[1] Miroslav Klose | Klose scored 16 goals, the most in the history of the men's World Cup.\n"
     "[2] Marta | Marta has scored 17 goals, the most of any player at the Women's World Cup."
 )
+CLUB = "Who is the top goalscorer in the FIFA Club World Cup?"
+UNKNOWN = "unknown"
 PAIRS = [Disambiguation(question=MEN, answer="Miroslav Klose", passage=1),
          Disambiguation(question=WOMEN, answer="Marta", passage=2)]
 LONG_ANSWER = (
@@ -34,6 +36,11 @@ DEMOS: dict[str, list[dict]] = {
         {"question": QUESTION, "reason": f"Types: [AmbSub]. {REASON}", "sub_questions": [MEN, WOMEN]}
     ],
     "ExtractInterpretations": [{"passages": PASSAGES, "question": QUESTION, "disambiguations": PAIRS}],
+    # Ours: the same example for DIVA's per-reading answers (``programs/diva/anchored.py``), one answered, one not.
+    "AnswerReading": [
+        {"passages": PASSAGES, "question": MEN, "answer": "Miroslav Klose", "passage": 1},
+        {"passages": PASSAGES, "question": CLUB, "answer": UNKNOWN, "passage": 0},
+    ],
     "ConsolidateAnswer": [
         {"passages": PASSAGES, "question": QUESTION, "disambiguations": PAIRS, "long_answer": LONG_ANSWER}
     ],

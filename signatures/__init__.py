@@ -10,7 +10,13 @@ from disambig.signatures.adf import (
     MultiIntentSynthesis,
 )
 from disambig.signatures.amd import DialogicAnswer, ReflectiveFeedback, SocraticQuestions
-from disambig.signatures.answer import ClosedBookAnswer, ConsolidateAnswer, Disambiguation, ExtractInterpretations
+from disambig.signatures.answer import (
+    AnswerReading,
+    ClosedBookAnswer,
+    ConsolidateAnswer,
+    Disambiguation,
+    ExtractInterpretations,
+)
 from disambig.signatures.dfa import (
     ClarifyAmbiguity,
     ClassifyAggregationAmbiguity,
@@ -36,6 +42,7 @@ from disambig.signatures.judge import (
 from disambig.signatures.verdict import AnswerReadings, ExecutionFeedback, RelaxQuery
 
 __all__ = [
+    "AnswerReading",
     "AnswerReadings",
     "AnswerSimilarity",
     "ClarifyAmbiguity",
