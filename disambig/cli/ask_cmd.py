@@ -161,8 +161,7 @@ def _show(console: Console, question: str, prediction: object) -> None:
     if notes.get("pseudo_interpretations") and not interpretations:
         console.print("[bold]Pseudo-interpretations:[/bold] " + " | ".join(notes["pseudo_interpretations"]))
     if "grade" in notes:
-        console.print(f"[bold]Retrieval grade:[/bold] {notes['grade']} (verdicts {notes.get('verdicts')}, "
-                      f"P(Yes) {notes.get('yes_probabilities')} from {notes.get('probability_source')})")
+        console.print(f"[bold]Retrieval grade:[/bold] {notes['grade']} " + _grade_basis(notes))
     if "statistics" in notes and "state" in notes:
         _show_adf(console, notes, titles)
     if "rewritten_question" in notes:
@@ -178,6 +177,19 @@ def _show(console: Console, question: str, prediction: object) -> None:
         f"LM calls {trace['lm_calls']} · tokens in {trace['input_tokens']} / out {trace['output_tokens']} · "
         f"retrieval calls {trace['retrieval_calls']} · {trace['seconds']:.2f} s" + cut_note(trace) + cost_note(trace)
     )
+
+
+def _grade_basis(notes: dict) -> str:
+    """What the retrieval grade was read from: DIVA's verdicts and P(Yes), or which readings the passages answer."""
+    if "answered" in notes:
+        from rich.markup import escape
+
+        readings = notes.get("pseudo_interpretations") or []
+        left = [r for r, answered in zip(readings, notes["answered"], strict=False) if not answered]
+        return (f"({sum(notes['answered'])} of {len(readings)} readings answered from the passages)"
+                + "".join(f"\n  not answered: {escape(r)}" for r in left))
+    return (f"(verdicts {notes.get('verdicts')}, P(Yes) {notes.get('yes_probabilities')} from "
+            f"{notes.get('probability_source')})")
 
 
 def _show_conflicts(console: Console, conflicts: list[dict], titles: dict[str, str]) -> None:
