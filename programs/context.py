@@ -95,6 +95,12 @@ def passage_at(passages: Sequence[Any], number: int | None) -> Any | None:
     return None
 
 
+def round_robin(lists: list[list[Any]]) -> list[Any]:
+    """Rank 1 of every list, then rank 2 of every list, and so on."""
+    depth = max((len(x) for x in lists), default=0)
+    return [x[rank] for rank in range(depth) for x in lists if rank < len(x)]
+
+
 def unique(passages: Iterable[Any], limit: int | None = None) -> list[Any]:
     """Passages without repeated ids, first occurrence kept, at most ``limit`` of them."""
     seen: set[str] = set()

@@ -13,7 +13,7 @@ from typing import Any
 import dspy
 
 from disambig.lm.usage import measured
-from disambig.programs.context import unique
+from disambig.programs.context import round_robin, unique
 from disambig.programs.interpret import PseudoInterpreter
 from disambig.programs.knobs import Knob
 from disambig.programs.rac import RAC
@@ -48,8 +48,3 @@ class PerReadingRAG(dspy.Module):
             trace.notes.update(readings.notes())
         return make_prediction(found, long_answer, trace, passages, conflicts)
 
-
-def round_robin(lists: list[list[Any]]) -> list[Any]:
-    """Rank 1 of every list, then rank 2 of every list, and so on."""
-    depth = max((len(x) for x in lists), default=0)
-    return [x[rank] for rank in range(depth) for x in lists if rank < len(x)]

@@ -22,8 +22,8 @@ import dspy
 from disambig.data.text import normalize
 from disambig.lm.parallel import ordered_map
 from disambig.lm.usage import measured
-from disambig.programs.context import format_passages, passage_at
-from disambig.programs.diva.diversify import grade, union_top_k
+from disambig.programs.context import format_passages, passage_at, round_robin, unique
+from disambig.programs.diva.diversify import grade
 from disambig.programs.interpret import PseudoInterpreter
 from disambig.programs.knobs import Knob
 from disambig.programs.rerank import Reranker
@@ -60,7 +60,7 @@ class DIVAAnchored(dspy.Module):
         with measured() as trace:
             readings = self.interpret.on_verifier(question)
             passages = spread(self.reranker, question, readings.questions, self.k)
-            trace.retrieval_calls += 1
+            trace.retrieval_calls += 1 + sum(normalize(r) != normalize(question) for r in readings.questions)
             found, long_answer = self.answered(question, readings.questions, passages)
             quality = grade([1.0 if f is not None else 0.0 for f in found])
             kept = [f for f in found if f is not None]
@@ -94,17 +94,18 @@ class DIVAAnchored(dspy.Module):
 
 
 def spread(reranker: Reranker, question: str, readings: Sequence[str], k: int) -> list[Any]:
-    """The ``k`` passages: the question's first-stage candidates taken rank by rank for the question and each
-    reading (every reading's best candidate before any second best), so that each reading has its own passage.
+    """The ``k`` passages, taken rank by rank from several rankings (every ranking's best passage before any second
+    best): the question's own (VanillaRAG's: first-stage candidates reranked by cosine) and each reading's, as the
+    retriever ranks the whole corpus for it, so that each reading has its own passage.
 
-    DIVA's eq. 5 instead keeps the candidates most relevant to all readings on average, which favours passages
-    about the topic in general over the one that answers a single reading.
+    DIVA's eq. 4-5 instead rerank the question's candidates by cosine to each reading and keep those most relevant
+    to all readings on average, which favours passages about the topic in general over the one that answers a
+    single reading.
     """
-    candidates = reranker.candidates(question)
-    if not candidates:
-        return []
-    rows = [question, *(r for r in readings if normalize(r) != normalize(question))]
-    return [candidates[i] for i in union_top_k(reranker.similarity(rows, candidates), k)[:k]]
+    others = [r for r in readings if normalize(r) != normalize(question)]
+    lists = [reranker.search(question, k), *reranker.retriever.batch_search(others, k)] if others else [
+        reranker.search(question, k)]
+    return unique(round_robin(lists), limit=k)
 
 
 def completed(long_answer: str, readings: Sequence[Interpretation]) -> str:
