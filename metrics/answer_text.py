@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from disambig.data.fields import field
 from disambig.programs.conflicts import without_note
 
 
 def scored_long_answer(pred: Any) -> str:
-    """``pred.long_answer`` with ``pred.conflict_note`` taken out ("" when there is no long answer)."""
-    text = str(getattr(pred, "long_answer", "") or "")
-    return without_note(text, str(getattr(pred, "conflict_note", "") or ""))
+    """``pred.long_answer`` with ``pred.conflict_note`` taken out ("" when there is no long answer); ``pred`` is a
+    prediction or a mapping (a results row's prediction)."""
+    text = str(field(pred, "long_answer") or "")
+    return without_note(text, str(field(pred, "conflict_note") or ""))

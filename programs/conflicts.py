@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from disambig.data.fields import field
 from disambig.data.text import normalize
 
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
@@ -87,9 +88,9 @@ def find_conflicts(claims: Iterable[Any]) -> list[Conflict]:
     """
     readings: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {}
     for claim in claims:
-        question, answer = str(_field(claim, "question") or ""), str(_field(claim, "answer") or "")
+        question, answer = str(field(claim, "question") or ""), str(field(claim, "answer") or "")
         if normalize(question) and normalize(answer):
-            ids = tuple(str(i) for i in _field(claim, "passage_ids") or ())
+            ids = tuple(str(i) for i in field(claim, "passage_ids") or ())
             readings.setdefault(normalize(question), []).append((question.strip(), answer.strip(), ids))
     found = []
     for said in readings.values():
@@ -118,7 +119,7 @@ def answer_tokens(answer: str) -> frozenset[str]:
 def conflict_note(conflicts: Sequence[Conflict], passages: Sequence[Any] = ()) -> str:
     """One sentence per conflict, naming each answer and who gives it (passage titles, else ids):
     ``Sources disagree on "Q?": A (Title 1, Title 2) vs B (Title 3).``; "" when there is none."""
-    titles = {str(_field(p, "id")): str(_field(p, "title") or "").strip() for p in passages}
+    titles = {str(field(p, "id")): str(field(p, "title") or "").strip() for p in passages}
     sentences = []
     for conflict in conflicts:
         said = [f"{s.answer.rstrip('.')} ({_sources(s.passage_ids, titles)})" if s.passage_ids else
@@ -219,7 +220,3 @@ def _number_text(value: float) -> str:
 
 def _sources(passage_ids: tuple[str, ...], titles: Mapping[str, str]) -> str:
     return ", ".join(dict.fromkeys(titles.get(i) or i for i in passage_ids))
-
-
-def _field(item: Any, name: str) -> Any:
-    return item.get(name) if isinstance(item, Mapping) else getattr(item, name, None)

@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from disambig.data.fields import field
+
 INSTRUCTION_PATTERNS: dict[str, re.Pattern[str]] = {
     name: re.compile(pattern, re.IGNORECASE)
     for name, pattern in {
@@ -74,7 +76,7 @@ def answer_flags(interpretations: Sequence[Mapping[str, Any]], long_answer: str,
         ``suspicious_passages``: how many of ``passages`` the screen would withhold (not part of ``flagged``: an
         answer may have read past them).
     """
-    retrieved = {str(_get(p, "id")): str(_get(p, "text") or "") for p in passages}
+    retrieved = {str(field(p, "id")): str(field(p, "text") or "") for p in passages}
     cited = [[str(i) for i in r.get("passage_ids") or []] for r in interpretations]
     uncited = sum(1 for ids in cited if not set(ids) & set(retrieved)) if retrieved else 0
     text = "\n".join([long_answer or "", *_reading_texts(interpretations)])
@@ -87,7 +89,3 @@ def answer_flags(interpretations: Sequence[Mapping[str, Any]], long_answer: str,
 
 def _reading_texts(interpretations: Iterable[Mapping[str, Any]]) -> list[str]:
     return [f"{r.get('question') or ''} {r.get('answer') or ''}" for r in interpretations]
-
-
-def _get(passage: Any, name: str) -> Any:
-    return passage.get(name) if isinstance(passage, Mapping) else getattr(passage, name, None)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from disambig.data.fields import field
 from disambig.retrieval.poison import POISON_PREFIX
 
 WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
@@ -74,23 +75,23 @@ def contradiction(example: Any, hits: Sequence[Any], pool: Sequence[tuple[str, s
     """
     if count < 1:
         raise ValueError(f"count={count} must be at least 1")
-    readings = [r for r in _get(example, "interpretations") or [] if r.get("answers")]
+    readings = [r for r in field(example, "interpretations") or [] if r.get("answers")]
     gold = [a for r in readings for a in r["answers"]]
     for reading in readings:
         answers = sorted({a.strip() for a in reading["answers"] if a.strip()}, key=len, reverse=True)
-        holding = [h for h in hits if any(_occurs(a, _get(h, "text")) for a in answers)]
+        holding = [h for h in hits if any(_occurs(a, field(h, "text")) for a in answers)]
         if not holding:
             continue
-        true = next(a for a in answers if _occurs(a, _get(holding[0], "text")))
-        qid = str(_get(example, "id"))
+        true = next(a for a in answers if _occurs(a, field(holding[0], "text")))
+        qid = str(field(example, "id"))
         wrong = wrong_answer(true, qid, pool, gold, reading["question"])
         sources = holding[:count]
-        texts = [_swap(_get(h, "text"), answers, wrong) for h in sources]
+        texts = [_swap(field(h, "text"), answers, wrong) for h in sources]
         texts += [_rotated(texts[0], n) for n in range(1, count - len(texts) + 1)]
         sources += [holding[0]] * (count - len(sources))  # the rotated copies are the first's
-        planted = tuple({"id": f"{POISON_PREFIX}contradict:{qid}:{n}", "title": _get(h, "title"), "text": t}
+        planted = tuple({"id": f"{POISON_PREFIX}contradict:{qid}:{n}", "title": field(h, "title"), "text": t}
                         for n, (h, t) in enumerate(zip(sources, texts, strict=True)))
-        ids = tuple(dict.fromkeys(_get(h, "id") for h in sources))
+        ids = tuple(dict.fromkeys(field(h, "id") for h in sources))
         return Contradiction(qid, reading["question"], true, wrong, ids, planted)
     return None
 
@@ -120,7 +121,7 @@ def wrong_answer(answer: str, question_id: str, pool: Sequence[tuple[str, str]],
 def answer_pool(examples: Iterable[Any]) -> dict[str, list[tuple[str, str]]]:
     """Every example's gold ``(reading, answer)`` pairs by question id (``wrong_answer`` draws from the other
     questions')."""
-    return {str(_get(e, "id")): [(r.get("question") or "", a) for r in _get(e, "interpretations") or []
+    return {str(field(e, "id")): [(r.get("question") or "", a) for r in field(e, "interpretations") or []
                                  for a in r.get("answers") or []] for e in examples}
 
 
@@ -188,7 +189,3 @@ def _shape(answer: str) -> str:
 
 def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[^\W\d_]+", text.lower()) if len(w) >= 4}
-
-
-def _get(item: Any, name: str) -> Any:
-    return item.get(name) if isinstance(item, dict) else getattr(item, name, None)
