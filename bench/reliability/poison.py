@@ -85,11 +85,8 @@ def run(args: argparse.Namespace) -> None:
     """Answer every (framing, attack) cell, stage by stage."""
     from disambig.data import load_dataset
     from disambig.data.loaders import dataset_format, default_corpus
-    from disambig.evaluation.session import EvalConfig, run_eval
     from disambig.lm.runtime import build_lm, configure_dspy
     from disambig.metrics.poison import attack_metric
-    from disambig.optimizers.loading import load
-    from disambig.programs import build_program
     from disambig.programs.context import passage_framing
     from disambig.programs.registry import retriever_kind, with_format_option
     from disambig.retrieval import build_retriever
@@ -121,17 +118,10 @@ def run(args: argparse.Namespace) -> None:
                 cell_metrics = metrics if attack == CLEAN else metrics | {
                     "attack-success": attack_metric(ATTACKS[attack].canary), "poison-shown": shown_metric}
                 searched = f"{kind}:{corpus}" + ("" if attack == CLEAN else f"+poison:{attack}@{args.rank}")
-                config = EvalConfig(program=args.program, dataset=args.dataset, split=args.split, limit=args.limit,
-                                    lm=settings.lm, retriever=searched, metrics=tuple(cell_metrics), options=options,
-                                    artifact=args.artifact, generation={"passage_framing": framing})
                 folder = cell_dir(args.runs, args.dataset, args.split, label, framing, attack)
-                program = (load(args.artifact, retriever=retriever, settings=settings) if args.artifact
-                           else build_program(args.program, retriever, **options))
                 with passage_framing(framing):
-                    outcome = run_eval(config, program, examples[:stage], cell_metrics, folder, threads=1,
-                                       track=False, allow_mixed_code=args.allow_mixed_code)
-                logger.warning("%s %s %s: %d questions, %s", label, framing, attack, stage,
-                               json.dumps(outcome.report["metrics"]))
+                    answer_cell(args, settings, retriever, searched, examples[:stage], cell_metrics, options, folder,
+                                {"passage_framing": framing})
 
 
 SCRATCH = Path("~/.cache/disambig/poison").expanduser()
@@ -143,11 +133,8 @@ def contradict(args: argparse.Namespace) -> None:
     from disambig.data import load_dataset
     from disambig.data.corpus import corpus_path
     from disambig.data.loaders import dataset_format, default_corpus
-    from disambig.evaluation.session import EvalConfig, run_eval
     from disambig.lm.runtime import build_lm, configure_dspy
     from disambig.metrics.poison import contradiction_metrics
-    from disambig.optimizers.loading import load
-    from disambig.programs import build_program
     from disambig.programs.registry import retriever_kind, with_format_option
     from disambig.retrieval import build_retriever
     from disambig.retrieval.contradict import answer_pool, contradiction, others, planted_corpus
@@ -182,16 +169,27 @@ def contradict(args: argparse.Namespace) -> None:
         for n in args.planted}
     for stage in sorted({*args.stages, len(examples)}):
         for n, retriever in retrievers.items():
-            config = EvalConfig(program=args.program, dataset=args.dataset, split=args.split, limit=args.limit,
-                                lm=settings.lm, retriever=f"{kind}:{corpus}+contradict:{n}", metrics=tuple(metrics),
-                                options=options, artifact=args.artifact)
-            program = (load(args.artifact, retriever=retriever, settings=settings) if args.artifact
-                       else build_program(args.program, retriever, **options))
-            outcome = run_eval(config, program, examples[:stage], metrics,
-                               contradiction_dir(args.runs, args.dataset, args.split, label, n), threads=1,
-                               track=False, allow_mixed_code=args.allow_mixed_code)
-            logger.warning("%s planted %d: %d questions, %s", label, n, min(stage, len(examples)),
-                           json.dumps(outcome.report["metrics"]))
+            answer_cell(args, settings, retriever, f"{kind}:{corpus}+contradict:{n}", examples[:stage], metrics,
+                        options, contradiction_dir(args.runs, args.dataset, args.split, label, n))
+
+
+def answer_cell(args: argparse.Namespace, settings: Any, retriever: Any, searched: str, examples: list[Any],
+                metrics: dict[str, Any], options: dict[str, Any], folder: Path, generation: dict | None = None) -> None:
+    """One cell: the program (or ``--artifact``) over ``retriever`` answers ``examples`` into ``folder``, resuming
+    what it holds; the cell's scores are logged."""
+    from disambig.evaluation.session import EvalConfig, run_eval
+    from disambig.optimizers.loading import load
+    from disambig.programs import build_program
+
+    config = EvalConfig(program=args.program, dataset=args.dataset, split=args.split, limit=args.limit,
+                        lm=settings.lm, retriever=searched, metrics=tuple(metrics), options=options,
+                        artifact=args.artifact, generation=generation or {})
+    program = (load(args.artifact, retriever=retriever, settings=settings) if args.artifact
+               else build_program(args.program, retriever, **options))
+    outcome = run_eval(config, program, examples, metrics, folder, threads=1, track=False,
+                       allow_mixed_code=args.allow_mixed_code)
+    logger.warning("%s: %d questions, %s", folder.relative_to(args.runs), len(examples),
+                   json.dumps(outcome.report["metrics"]))
 
 
 def contradiction_dir(runs: Path, dataset: str, split: str, program: str, planted: int) -> Path:
