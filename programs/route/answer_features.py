@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from disambig.data.text import normalize, tokens
+from disambig.programs.abstain import UNKNOWN
 
 YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 NUMBER = re.compile(r"\b\d+(?:[.,]\d+)*\b")
@@ -23,9 +24,6 @@ NOT_NAMES = frozenset("the a an it he she they this that these in on at as by fo
                       "however also both while after before when during".split())
 HEDGES = frozenset("may might could possibly perhaps likely unclear depends depending various several different "
                    "ambiguous either some refer refers referring approximately about around".split())
-UNKNOWN = re.compile(r"\b(?:not (?:mentioned|mention|provided|provide|specified|specify|stated|state|clear|known|"
-                     r"possible)|no (?:information|mention|answer)|unknown|cannot be determined|can ?not determine|"
-                     r"does not (?:say|indicate|give))\b", re.IGNORECASE)
 STOP = frozenset("is was were are be been of in on at to for and or by with from as that this which who what when "
                  "it its he she they his her their there also has had have not but".split())
 CUT_KEY = "cut_by_length"  # the trace's count of replies the engine cut at the token cap
