@@ -95,6 +95,12 @@ def passage_at(passages: Sequence[Any], number: int | None) -> Any | None:
     return None
 
 
+def passage_number(passages: Sequence[Any], passage_id: str | None) -> int:
+    """The ``[number]`` the passage with ``passage_id`` has in ``passages`` (from 1), or 0 when it is not there."""
+    ids = [p.id for p in passages]
+    return ids.index(passage_id) + 1 if passage_id in ids else 0
+
+
 def round_robin(lists: list[list[Any]]) -> list[Any]:
     """Rank 1 of every list, then rank 2 of every list, and so on."""
     depth = max((len(x) for x in lists), default=0)

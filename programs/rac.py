@@ -17,7 +17,7 @@ import dspy
 
 from disambig.data.text import normalize
 from disambig.programs.conflicts import Conflict, find_conflicts
-from disambig.programs.context import format_passages, passage_at
+from disambig.programs.context import format_passages, passage_at, passage_number
 from disambig.programs.result import Interpretation
 from disambig.programs.seed_demos import predict
 from disambig.signatures import ConsolidateAnswer, Disambiguation, ExtractInterpretations
@@ -82,6 +82,4 @@ def distinct(claims: Sequence[Interpretation]) -> list[Interpretation]:
 
 
 def _number(interpretation: Interpretation, passages: Sequence[Any]) -> int:
-    ids = [p.id for p in passages]
-    cited = interpretation.passage_ids[0] if interpretation.passage_ids else None
-    return ids.index(cited) + 1 if cited in ids else 0
+    return passage_number(passages, interpretation.passage_ids[0] if interpretation.passage_ids else None)

@@ -37,7 +37,7 @@ DEMOS: dict[str, list[dict]] = {
     ],
     "ExtractInterpretations": [{"passages": PASSAGES, "question": QUESTION, "disambiguations": PAIRS}],
     # Ours: the same example for DIVA's per-reading answers (``programs/diva/anchored.py``), one answered, one not.
-    "AnswerReading": [
+    "AnchoredAnswer": [
         {"passages": PASSAGES, "question": MEN, "answer": "Miroslav Klose", "passage": 1},
         {"passages": PASSAGES, "question": CLUB, "answer": UNKNOWN, "passage": 0},
     ],

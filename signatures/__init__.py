@@ -11,7 +11,6 @@ from disambig.signatures.adf import (
 )
 from disambig.signatures.amd import DialogicAnswer, ReflectiveFeedback, SocraticQuestions
 from disambig.signatures.answer import (
-    AnswerReading,
     ClosedBookAnswer,
     ConsolidateAnswer,
     Disambiguation,
@@ -30,7 +29,7 @@ from disambig.signatures.dfa import (
     SameEntity,
     WriteRowTemplate,
 )
-from disambig.signatures.diva import ClassifyAmbiguity, PseudoInterpretations, VerifyRetrieval
+from disambig.signatures.diva import AnchoredAnswer, ClassifyAmbiguity, PseudoInterpretations, VerifyRetrieval
 from disambig.signatures.expansion import ExpansionKeywords, PseudoDocument, ReasonedAnswer
 from disambig.signatures.judge import (
     AnswerSimilarity,
@@ -42,7 +41,7 @@ from disambig.signatures.judge import (
 from disambig.signatures.verdict import AnswerReadings, ExecutionFeedback, RelaxQuery
 
 __all__ = [
-    "AnswerReading",
+    "AnchoredAnswer",
     "AnswerReadings",
     "AnswerSimilarity",
     "ClarifyAmbiguity",

@@ -158,7 +158,7 @@ def _show(console: Console, question: str, prediction: object) -> None:
         _show_conflicts(console, prediction.conflicts, titles)
     trace = prediction.trace
     notes = trace.get("notes", {})
-    if notes.get("pseudo_interpretations") and not interpretations:
+    if notes.get("pseudo_interpretations") and not interpretations and "answered" not in notes:
         console.print("[bold]Pseudo-interpretations:[/bold] " + " | ".join(notes["pseudo_interpretations"]))
     if "grade" in notes:
         console.print(f"[bold]Retrieval grade:[/bold] {notes['grade']} " + _grade_basis(notes))

@@ -47,4 +47,3 @@ class PerReadingRAG(dspy.Module):
             found, long_answer, conflicts = self.rac(question=question, passages=passages)
             trace.notes.update(readings.notes())
         return make_prediction(found, long_answer, trace, passages, conflicts)
-

@@ -5,42 +5,47 @@ support. On the embedded models that call finds fewer readings than the question
 ASQA, whose questions have about 3) and often repeats the ambiguous question as the reading, so the readings
 DIVA's first step wrote are lost on the way. Here they are kept: each pseudo-interpretation is asked of the
 diversified passages alone (``AnswerReading``: a short answer and the passage that states it, or unknown), and
-the answered ones are the readings the long answer consolidates.
+the answered ones are the readings the long answer consolidates, which names each of them (a sentence is added for
+an answer the consolidation leaves out).
 
 The same calls grade the retrieval, in place of DIVA's separate verification calls (eq. 7): Useful when every
 reading is answered, PartialUseful when some are, Useless (closed-book answer) when none is. The calls are
-independent (``--parallel-calls``) and share the passages as their prompt prefix.
+independent (``--parallel-calls``) and share the passages as their prompt prefix. A reply that does not parse
+counts as unanswered (``answer_failures`` in the trace), so one bad reply does not end the question.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import dspy
+from dspy.utils.exceptions import AdapterParseError
 
 from disambig.data.text import normalize
 from disambig.lm.parallel import ordered_map
 from disambig.lm.usage import measured
-from disambig.programs.context import format_passages, passage_at, round_robin, unique
+from disambig.programs.abstain import says_unknown
+from disambig.programs.context import format_passages, passage_at, passage_number, round_robin, unique
 from disambig.programs.diva.diversify import grade
 from disambig.programs.interpret import PseudoInterpreter
 from disambig.programs.knobs import Knob
 from disambig.programs.rerank import Reranker
 from disambig.programs.result import Interpretation, make_prediction
-from disambig.programs.seed_demos import UNKNOWN, predict
-from disambig.signatures import AnswerReading, ClosedBookAnswer, ConsolidateAnswer, Disambiguation
+from disambig.programs.seed_demos import predict
+from disambig.signatures import AnchoredAnswer, ClosedBookAnswer, ConsolidateAnswer, Disambiguation
 
 
 class DIVAAnchored(dspy.Module):
-    """Pseudo-interpretations, diversified passages, one answer call per reading, the long answer over them.
+    """Pseudo-interpretations, passages spread over them, one answer call per reading, the long answer over them.
 
     Args:
-        retriever: any retriever with ``search(query, k)``.
-        embedder: sentence encoder for the diversification (default: the retriever's own).
-        k: passages kept after pruning (the paper's 5).
-        first_stage: candidates retrieved for the question before diversification.
-        max_readings: pseudo-interpretations kept (each costs one answer call).
+        retriever: any retriever with ``search(query, k)``, ``batch_search(queries, k)`` and ``size``.
+        embedder: sentence encoder of the reranker that orders the question's own candidates (default: the
+            retriever's own).
+        k: passages given to the answer calls.
+        first_stage: candidates retrieved for the question and reranked by cosine to it (VanillaRAG's ranking).
+        max_readings: pseudo-interpretations kept (each costs one answer call and one retrieval).
     """
 
     KNOBS = {"k": Knob(3, 8), "first_stage": Knob(20, 100, step=10), "max_readings": Knob(2, 6)}
@@ -52,74 +57,77 @@ class DIVAAnchored(dspy.Module):
         self.reranker = Reranker(retriever, embedder, first_stage)
         self.k = k
         self.interpret = PseudoInterpreter(max_readings)
-        self.answer = predict(AnswerReading)
+        self.answer = predict(AnchoredAnswer)
         self.consolidate = predict(ConsolidateAnswer)
         self.closed_book = predict(ClosedBookAnswer)
 
     def forward(self, question: str) -> dspy.Prediction:
         with measured() as trace:
             readings = self.interpret.on_verifier(question)
-            passages = spread(self.reranker, question, readings.questions, self.k)
-            trace.retrieval_calls += 1 + sum(normalize(r) != normalize(question) for r in readings.questions)
-            found, long_answer = self.answered(question, readings.questions, passages)
-            quality = grade([1.0 if f is not None else 0.0 for f in found])
-            kept = [f for f in found if f is not None]
-            if not kept:
+            passages, searches = spread(self.reranker, question, readings.questions, self.k)
+            trace.retrieval_calls += searches
+            context = format_passages(passages)
+            asked = ordered_map(lambda reading: self.ask(context, reading, passages), readings.questions) \
+                if passages else [Asked(None, False) for _ in readings.questions]
+            kept = [a.found for a in asked if a.found is not None]
+            if kept:
+                pairs = [Disambiguation(question=f.question, answer=f.answer,
+                                        passage=passage_number(passages, f.passage_ids[0])) for f in kept]
+                written = self.consolidate(passages=context, question=question, disambiguations=pairs).long_answer
+                long_answer = completed(written, kept)
+            else:
                 long_answer = self.closed_book(question=question).long_answer
             trace.notes.update(readings.notes())
-            trace.notes.update(grade=quality, answered=[f is not None for f in found])
-        return make_prediction(kept, long_answer, trace, passages if kept else [], [])
+            trace.notes.update(grade=grade([float(a.found is not None) for a in asked]),
+                               answered=[a.found is not None for a in asked],
+                               answer_failures=sum(a.failed for a in asked))
+        return make_prediction(kept, long_answer, trace, passages, [])
 
-    def answered(self, question: str, readings: tuple[str, ...],
-                 passages: list[Any]) -> tuple[list[Interpretation | None], str]:
-        """Each reading's answer from the passages (None where they do not state one) and, when any is answered,
-        the long answer over the answered ones."""
-        context = format_passages(passages)
-        found = ordered_map(lambda reading: self.ask(context, reading, passages), readings)
-        kept = [f for f in found if f is not None]
-        if not kept:
-            return found, ""
-        pairs = [Disambiguation(question=f.question, answer=f.answer, passage=_number(f, passages)) for f in kept]
-        written = self.consolidate(passages=context, question=question, disambiguations=pairs).long_answer
-        return found, completed(written, kept)
-
-    def ask(self, context: str, reading: str, passages: list[Any]) -> Interpretation | None:
-        """One reading's answer citing the passage that states it, or None (unknown, empty or no such passage)."""
-        result = self.answer(passages=context, question=reading)
+    def ask(self, context: str, reading: str, passages: list[Any]) -> Asked:
+        """One reading's answer citing the passage that states it; none when the reply says unknown (in any
+        words), cites no passage, or does not parse."""
+        try:
+            result = self.answer(passages=context, question=reading)
+        except AdapterParseError:
+            return Asked(None, True)
         answer = (result.answer or "").strip()
         cited = passage_at(passages, result.passage)
-        if not normalize(answer) or normalize(answer) == UNKNOWN or cited is None:
-            return None
-        return Interpretation(reading, answer, (cited.id,))
+        if says_unknown(answer) or cited is None:
+            return Asked(None, False)
+        return Asked(Interpretation(reading, answer, (cited.id,)), False)
 
 
-def spread(reranker: Reranker, question: str, readings: Sequence[str], k: int) -> list[Any]:
-    """The ``k`` passages, taken rank by rank from several rankings (every ranking's best passage before any second
-    best): the question's own (VanillaRAG's: first-stage candidates reranked by cosine) and each reading's, as the
-    retriever ranks the whole corpus for it, so that each reading has its own passage.
+class Asked(NamedTuple):
+    """One answer call's outcome: the answered reading (None when unanswered) and whether the reply failed to parse."""
+
+    found: Interpretation | None
+    failed: bool
+
+
+def spread(reranker: Reranker, question: str, readings: Sequence[str], k: int) -> tuple[list[Any], int]:
+    """The ``k`` passages and the searches made for them: passages taken rank by rank from several rankings (every
+    ranking's best passage before any second best), each reading's as the retriever ranks the whole corpus for it,
+    and the question's own (VanillaRAG's: first-stage candidates reranked by cosine) unless there are ``k`` readings
+    or more, so that every reading has its own passage.
 
     DIVA's eq. 4-5 instead rerank the question's candidates by cosine to each reading and keep those most relevant
     to all readings on average, which favours passages about the topic in general over the one that answers a
     single reading.
     """
     others = [r for r in readings if normalize(r) != normalize(question)]
-    lists = [reranker.search(question, k), *reranker.retriever.batch_search(others, k)] if others else [
-        reranker.search(question, k)]
-    return unique(round_robin(lists), limit=k)
+    own = [reranker.search(question, k)] if len(others) < k else []
+    lists = own + (reranker.retriever.batch_search(others, k) if others else [])
+    return unique(round_robin(lists), limit=k), len(own) + len(others)
 
 
 def completed(long_answer: str, readings: Sequence[Interpretation]) -> str:
-    """``long_answer`` with one sentence added for each answered reading whose answer it leaves out
-    (``Reading question? Answer.``), so that the long answer names every reading the passages answered."""
-    text = normalize(long_answer)
-    missing = [r for r in readings if normalize(r.answer) not in text]
+    """``long_answer`` with one sentence added for each answered reading whose answer it leaves out (as whole
+    words: "43" is not in "430 parks"), ``Reading question? Answer.``, so that the long answer names every reading
+    the passages answered."""
+    text = f" {normalize(long_answer)} "
+    missing = [r for r in readings if f" {normalize(r.answer)} " not in text]
     added = " ".join(f"{r.question.strip()} {r.answer.strip().rstrip('.')}." for r in missing)
     return f"{long_answer.strip()} {added}".strip()
-
-
-def _number(found: Interpretation, passages: list[Any]) -> int:
-    ids = [p.id for p in passages]
-    return ids.index(found.passage_ids[0]) + 1
 
 
 __all__ = ["DIVAAnchored"]
