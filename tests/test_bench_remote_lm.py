@@ -44,8 +44,8 @@ def test_the_table_counts_throughput_latency_and_answers_equal_to_in_process(rem
 
 def test_each_setting_starts_the_server_it_names(remote, monkeypatch):
     served = remote.server_command(remote.SETTINGS["served-2"], 8123, ["disambig"])
-    assert served == ["disambig", "lm", "serve", "--port", "8123", "--parallel", "2", "--threads", "2",
-                      "--prompt-cache-mb", "512"]
+    assert served == ["disambig", "lm", "serve", "--model", "local:qwen2.5-0.5b", "--port", "8123", "--parallel", "2",
+                      "--threads", "2", "--prompt-cache-mb", "512"]
     assert remote.server_command(remote.SETTINGS["served-1-nocache"], 1, ["disambig"])[-1] == "0"
     monkeypatch.delenv("LLAMA_SERVER", raising=False)
     with pytest.raises(SystemExit, match="LLAMA_SERVER"):

@@ -126,7 +126,7 @@ def test_pyfunc_model_answers_a_question(compiled, tmp_path, monkeypatch):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     out = log_compile_run(compiled, uri=uri)
     mlflow.set_tracking_uri(uri)
-    monkeypatch.setenv("DISAMBIG_LM", "local")
+    monkeypatch.setenv("DISAMBIG_LM", "local:qwen2.5-0.5b")  # the small model: the end-to-end tests stay fast
     model = mlflow.pyfunc.load_model(out["registered"])
     (answer,) = model.predict(["Who has the highest goals in world football?"])
     assert isinstance(answer["long_answer"], str) and answer["long_answer"]

@@ -5,7 +5,7 @@
     python -m bench.cost.remote_lm --report-only --program vanilla-rag verdict --results docs/benchmarks.md
 
 Each setting is one resumable `disambig eval` folder, OUT/PROGRAM/SETTING, on the first --limit ASQA dev questions
-(hybrid retrieval over the wiki slice, the default LM, no response cache, the default repetition guard, which the
+(hybrid retrieval over the wiki slice, Qwen2.5-Coder-0.5B, no response cache, the default repetition guard, which the
 server applies as the in-process engine does). The settings run round robin, --chunk questions at a time (all
 settings answer questions 1-4, then 5-8, ...), so a change in the machine's load falls on every setting alike; a
 stopped run goes on where it stopped. A served setting starts `disambig lm serve --parallel P --threads 2` on a free
@@ -44,6 +44,7 @@ from bench.harness.serve import serving
 SCRIPT = Script.of(__file__)
 STORED = CHECKOUT / "bench" / "results" / "remote-lm"
 CORES = 2
+MODEL = "local:qwen2.5-0.5b"  # the model of the stored rows (the default `local` until the 1.5B)
 
 
 @dataclass(frozen=True)
@@ -103,18 +104,18 @@ def child_env() -> dict[str, str]:
 
 
 def server_command(setting: Setting, port: int, cli: list[str]) -> list[str]:
-    """`disambig lm serve` of the default model with the setting's workers, or llama.cpp's llama-server with as many
+    """`disambig lm serve` of ``MODEL`` with the setting's workers, or llama.cpp's llama-server with as many
     slots (each slot's context as large as one worker's)."""
     if not setting.llama_server:
-        return [*cli, "lm", "serve", "--port", str(port), "--parallel", str(setting.workers), "--threads",
-                str(CORES), "--prompt-cache-mb", "512" if setting.prompt_cache else "0"]
+        return [*cli, "lm", "serve", "--model", MODEL, "--port", str(port), "--parallel", str(setting.workers),
+                "--threads", str(CORES), "--prompt-cache-mb", "512" if setting.prompt_cache else "0"]
     from disambig.lm.spec import local_file, parse_spec
     from disambig.settings import load_settings
 
     binary = os.environ.get("LLAMA_SERVER")
     if not binary:
         sys.exit("the llama-server settings need LLAMA_SERVER=/path/to/llama-server")
-    spec = parse_spec("local")
+    spec = parse_spec(MODEL)
     path, _ = local_file(spec, load_settings(threads=1).cache_dir)
     return [binary, "-m", str(path), "--host", "127.0.0.1", "--port", str(port), "-np", str(setting.workers),
             "-t", str(CORES), "-tb", str(CORES), "-c", str(8192 * setting.workers), "--alias", spec.embedded.name]
@@ -200,7 +201,7 @@ def run(program: str, names: list[str], limit: int, chunk: int, out: Path, cli: 
                     timing = run_eval(program, folder, end, setting, ["--lm", f"openai/{model}", "--api-base", url],
                                       cli)
             else:
-                timing = run_eval(program, folder, end, setting, ["--lm", "local"], cli)
+                timing = run_eval(program, folder, end, setting, ["--lm", MODEL], cli)
             line = {"up_to": end, **timing, "load1": round(load, 2), "server_start_s": round(started, 2),
                     "cpu": cpu_name()}
             with (folder / "timing.jsonl").open("a") as f:

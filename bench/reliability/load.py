@@ -61,7 +61,7 @@ def server_env(lm: str, delay: float, threads: int) -> dict[str, str]:
     if lm == "scripted":
         env.update({"DISAMBIG_LM_FACTORY": FACTORY, "DISAMBIG_SCRIPTED_DELAY": str(delay)})
     else:
-        env["DISAMBIG_LM"] = "local"
+        env["DISAMBIG_LM"] = "local:qwen2.5-0.5b"  # the model of the stored rows (the default `local` until 1.5B)
     return env
 
 
