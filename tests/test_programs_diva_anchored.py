@@ -152,6 +152,7 @@ def test_completed_adds_only_the_answers_the_long_answer_leaves_out():
     assert completed("", found[:1]) == f"{MEN} Cristiano Ronaldo."
     parks = [Interpretation("How many state parks are there in Virginia?", "43", ("p1",))]
     assert completed("There are 430 parks.", parks) == f"There are 430 parks. {parks[0].question} 43."
+    assert completed("Cristiano Ronaldo's record stands.", found[:1]) == "Cristiano Ronaldo's record stands."
 
 
 def test_ask_shows_the_readings_with_their_passages_and_the_ones_left_unanswered():

@@ -122,10 +122,10 @@ def spread(reranker: Reranker, question: str, readings: Sequence[str], k: int) -
 
 def completed(long_answer: str, readings: Sequence[Interpretation]) -> str:
     """``long_answer`` with one sentence added for each answered reading whose answer it leaves out (as whole
-    words: "43" is not in "430 parks"), ``Reading question? Answer.``, so that the long answer names every reading
-    the passages answered."""
+    words, a possessive or plural "s" allowed: "43" is not in "430 parks", "Shania Twain" is in "Shania Twain's"),
+    ``Reading question? Answer.``, so that the long answer names every reading the passages answered."""
     text = f" {normalize(long_answer)} "
-    missing = [r for r in readings if f" {normalize(r.answer)} " not in text]
+    missing = [r for r in readings if not any(f" {normalize(r.answer)}{end} " in text for end in ("", "s"))]
     added = " ".join(f"{r.question.strip()} {r.answer.strip().rstrip('.')}." for r in missing)
     return f"{long_answer.strip()} {added}".strip()
 
