@@ -17,12 +17,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 from pathlib import Path
 
-from bench.harness import Rows, Script
+from bench.harness import Rows, Script, cpu_name
 
 SCRIPT = Script.of(__file__)
 
@@ -46,20 +45,25 @@ def measure(model: str, threads: int, repeats: int) -> dict:
     return {
         "model": model, "build": build_name(), "threads": threads,
         "prefill": [round(p, 1) for p, _ in rates], "decode": [round(d, 1) for _, d in rates],
-        "load_avg": round(os.getloadavg()[0], 2), "cpu": platform.processor() or platform.machine(),
+        "load_avg": round(os.getloadavg()[0], 2), "cpu": cpu_name(),
     }
 
 
 def report(path: Path) -> str:
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    lines = ["| model | build | threads | load avg | prefill tok/s (median of runs) | decode tok/s | code |",
-             "| --- | --- | ---: | ---: | --- | --- | --- |"]
+    lines = ["| model | build | threads | CPU | load avg | prefill tok/s (median of runs) | decode tok/s | code |",
+             "| --- | --- | ---: | --- | ---: | --- | --- | --- |"]
     for r in sorted(rows, key=lambda r: (r["model"], r["threads"], r["build"])):
         lines.append(
-            f"| {r['model']} | {r['build']} | {r['threads']} | {r['load_avg']} "
+            f"| {r['model']} | {r['build']} | {r['threads']} | {_cpu(r)} | {r['load_avg']} "
             f"| {statistics.median(r['prefill']):.1f} ({', '.join(map(str, r['prefill']))}) "
             f"| {statistics.median(r['decode']):.1f} ({', '.join(map(str, r['decode']))}) | `{r['code']['commit']}` |")
     return "\n".join(lines)
+
+
+def _cpu(row: dict) -> str:
+    """The row's CPU model; rows written before it was recorded say only ``x86_64``."""
+    return "not recorded" if row.get("cpu") in ("x86_64", "", None) else row["cpu"]
 
 
 def main() -> None:
