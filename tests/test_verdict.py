@@ -12,7 +12,7 @@ from program_fakes import FakeEmbedder, scripted_lm
 
 from disambig.lm.adapter import CompactJSONAdapter
 from disambig.programs import build_program
-from disambig.programs.verdict.program import VerDICt, serialised, stated
+from disambig.programs.verdict.program import VerDICt, serialised, stated, stated_answer
 from disambig.retrieval.passage import Passage
 
 QUESTION = "Who has the most goals in football?"
@@ -239,6 +239,15 @@ def test_null_like_replies_are_abstentions(value):
 
 def test_a_real_answer_is_kept_stripped():
     assert stated("  Nullarbor Plain ") == "Nullarbor Plain"
+
+
+@pytest.mark.parametrize("value", ["unknown", "Not mentioned.", "The passage does not say", "null"])
+def test_refusals_in_other_words_answer_no_reading(value):
+    assert stated_answer(value) is None
+
+
+def test_an_answer_naming_a_word_like_unknown_only_inside_a_word_is_kept():
+    assert stated_answer(" The Unknowns (band) ") == "The Unknowns (band)"
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [

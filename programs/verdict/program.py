@@ -30,6 +30,7 @@ import dspy
 from disambig.data.text import normalize
 from disambig.lm.parallel import call_workers, ordered_map, serialised
 from disambig.lm.usage import Trace, measured
+from disambig.programs.abstain import says_unknown
 from disambig.programs.conflicts import find_conflicts
 from disambig.programs.context import format_passage, format_passages
 from disambig.programs.knobs import Knob
@@ -39,7 +40,7 @@ from disambig.programs.seed_demos import MEN, QUESTION, predict
 from disambig.programs.verdict.consolidate import Consolidation, consolidate
 from disambig.signatures import ConsolidateAnswer, Disambiguation, ExecutionFeedback, RelaxQuery
 
-__all__ = ["VerDICt", "Feedback", "serialised", "stated"]
+__all__ = ["VerDICt", "Feedback", "serialised", "stated", "stated_answer"]
 
 LongAnswer = Literal["consolidate", "list", "none"]
 
@@ -159,7 +160,7 @@ class VerDICt(dspy.Module):
             out = self.feedback(question=question, document=passage_text(passage))
         except AdapterParseError:
             return Feedback(passage, parse_failed=True)
-        return Feedback(passage, stated(out.interpretation), stated(out.answer))
+        return Feedback(passage, stated(out.interpretation), stated_answer(out.answer))
 
     def workers(self) -> int:
         """Feedback calls at once: 1 on the in-process engine, else ``parallel`` if set, else the run's setting."""
@@ -233,6 +234,13 @@ def stated(value: Any) -> str | None:
     if not isinstance(value, str) or not value.strip():
         return None
     return None if re.sub(r"[\W_]+", "", value.lower()) in ABSTAIN else value.strip()
+
+
+def stated_answer(value: Any) -> str | None:
+    """``stated(value)``, also None for a refusal in other words ("unknown", "not mentioned", "The passage does not
+    say"): such a reply answers no reading and must not be consolidated as one."""
+    answer = stated(value)
+    return None if answer is None or says_unknown(answer) else answer
 
 
 def passage_text(passage: Any) -> str:
