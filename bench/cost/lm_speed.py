@@ -8,8 +8,12 @@ Run once per Python environment (each has its own llama-cpp-python build); every
     /other/venv/bin/python -m bench.cost.lm_speed ... --out bench/results/lm-speed.jsonl
     python -m bench.cost.lm_speed --report bench/results/lm-speed.jsonl [--results docs/benchmarks.md]
 
-The rates are llama.cpp's own counters: a ~200-token prompt completed by one token, and a chat reply of up
-to 64 tokens, each from a fresh context (``disambig.lm.check``).
+Three pairs of rates a row, each from a fresh context:
+- engine: llama.cpp's own counters inside the engine, a ~200-token prompt completed by one token and a chat reply
+  of up to 64 tokens (``disambig.lm.check``);
+- ceiling: llama-bench's pp512 and tg128 through the C API, nothing between tokens (``bench.cost.ceiling``);
+- in DSPy: wall-clock rates of whole ``dspy.Predict`` calls (adapter, grammar, guard; ``bench.cost.ceiling``).
+Rows written before the ceiling was measured show "–" there.
 """
 
 from __future__ import annotations
@@ -36,29 +40,52 @@ def build_name() -> str:
 
 
 def measure(model: str, threads: int, repeats: int) -> dict:
+    from bench.cost.ceiling import ceiling, in_dspy
     from disambig.lm.check import _speeds
     from disambig.lm.spec import make_lm
 
     lm = make_lm(f"local:{model}", threads=threads, ctx=2048, prompt_cache_mb=0)
     llama = lm.engine.llama
+    load = os.getloadavg()[0]
     rates = [_speeds(llama) for _ in range(repeats)]
+    ceilings = [ceiling(llama, seed=i) for i in range(repeats)]
+    calls = [in_dspy(lm) for _ in range(repeats)]
     return {
         "model": model, "build": build_name(), "threads": threads,
-        "prefill": [round(p, 1) for p, _ in rates], "decode": [round(d, 1) for _, d in rates],
-        "load_avg": round(os.getloadavg()[0], 2), "cpu": cpu_name(),
+        "prefill": _rounded(p for p, _ in rates), "decode": _rounded(d for _, d in rates),
+        "ceiling_prefill": _rounded(p for p, _ in ceilings), "ceiling_decode": _rounded(d for _, d in ceilings),
+        "dspy_prefill": _rounded(p for p, _ in calls), "dspy_decode": _rounded(d for _, d in calls),
+        "load_avg": round(max(load, os.getloadavg()[0]), 2), "cpu": cpu_name(),
     }
+
+
+def _rounded(rates) -> list[float]:
+    return [round(r, 1) for r in rates]
 
 
 def report(path: Path) -> str:
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    lines = ["| model | build | threads | CPU | load avg | prefill tok/s (median of runs) | decode tok/s | code |",
-             "| --- | --- | ---: | --- | ---: | --- | --- | --- |"]
+    lines = ["| model | build | threads | CPU | load avg | prefill tok/s (median of runs) | decode tok/s "
+             "| ceiling prefill / decode (pp512, tg128) | in DSPy calls prefill / decode | code |",
+             "| --- | --- | ---: | --- | ---: | --- | --- | --- | --- | --- |"]
     for r in sorted(rows, key=lambda r: (r["model"], r["threads"], r["build"])):
         lines.append(
             f"| {r['model']} | {r['build']} | {r['threads']} | {_cpu(r)} | {r['load_avg']} "
-            f"| {statistics.median(r['prefill']):.1f} ({', '.join(map(str, r['prefill']))}) "
-            f"| {statistics.median(r['decode']):.1f} ({', '.join(map(str, r['decode']))}) | `{r['code']['commit']}` |")
+            f"| {_median(r['prefill'])} ({', '.join(map(str, r['prefill']))}) "
+            f"| {_median(r['decode'])} ({', '.join(map(str, r['decode']))}) "
+            f"| {_pair(r, 'ceiling')} | {_pair(r, 'dspy')} | `{r['code']['commit']}` |")
     return "\n".join(lines)
+
+
+def _median(rates: list[float]) -> str:
+    return f"{statistics.median(rates):.1f}"
+
+
+def _pair(row: dict, kind: str) -> str:
+    """``prefill / decode`` medians of one kind of measurement, "–" for a row from before it was measured."""
+    if f"{kind}_prefill" not in row:
+        return "–"
+    return f"{_median(row[f'{kind}_prefill'])} / {_median(row[f'{kind}_decode'])}"
 
 
 def _cpu(row: dict) -> str:
