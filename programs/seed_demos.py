@@ -25,9 +25,11 @@ CLUB = "Who is the top goalscorer in the FIFA Club World Cup?"
 UNKNOWN = "unknown"
 PAIRS = [Disambiguation(question=MEN, answer="Miroslav Klose", passage=1),
          Disambiguation(question=WOMEN, answer="Marta", passage=2)]
+# The paper's answer also named the players' nationalities, which its passages do not state; the 1.5B model copied
+# that habit into answers ("Brooks Koepka, a German professional golfer"), so ours says only what the passages say.
 LONG_ANSWER = (
-    "There is a men's and a women's FIFA World Cup. The top goalscorer of the men's World Cup is the German "
-    "player Miroslav Klose. In the women's World Cup, the top goalscorer is the Brazilian player known as Marta."
+    "There is a men's and a women's FIFA World Cup. The top goalscorer of the men's World Cup is Miroslav Klose, "
+    "with 16 goals. In the women's World Cup, the top goalscorer is Marta, with 17 goals."
 )
 
 DEMOS: dict[str, list[dict]] = {
