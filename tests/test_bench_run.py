@@ -64,3 +64,14 @@ def test_a_dry_run_prints_the_commands_of_the_runs_chosen(runner, tmp_path, caps
     assert capsys.readouterr().out.startswith("disambig eval dfa --dataset ")
     with pytest.raises(SystemExit, match="no run of .* is named nope"):
         runner.main([str(tmp_path / "c.toml"), "--only", "nope", "--dry-run"])
+
+
+def test_the_speed_configuration_runs_the_four_programs_on_both_models_on_the_same_questions(runner):
+    runs = runner.expand(tomllib.loads((ROOT / "bench/cost/speed.toml").read_text(encoding="utf-8")))
+    assert sorted(run.program for run in runs) == sorted(["adf", "diva", "vanilla-rag", "verdict"] * 2)
+    for run in runs:
+        options = list(run.options)
+        assert options[options.index("--limit") + 1] == "20" and options[options.index("--split") + 1] == "dev"
+        assert run.dataset == "asqa"
+    assert {run.options[run.options.index("--lm") + 1] for run in runs} == {"local:qwen2.5-1.5b",
+                                                                          "local:qwen2.5-0.5b"}
