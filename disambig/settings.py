@@ -44,6 +44,8 @@ class Settings:
         repetition_guard: stop an embedded-LM reply once a run of N words occurs R times in the text being written,
             and cut it to its last whole sentence before the loop: ``NxR`` (default ``6x3``) or ``off``.
         repeat_penalty: llama.cpp's repetition penalty of the embedded LM (1.0: off).
+        prompt_lookup: reply tokens the embedded LM drafts a step from its prompt and checks in one batch
+            (``disambig.lm.prompt_lookup``; 0: off). Greedy replies stay the same; copied text decodes faster.
         api_base: the OpenAI-compatible endpoint (``http://HOST:PORT/v1``) that LiteLLM-style LM specs
             (``openai/MODEL``) are sent to; empty means the provider's own. Its key is read from the environment
             (``disambig.lm.endpoint``), never held here.
@@ -68,6 +70,7 @@ class Settings:
     prompt_cache_mb: int = 512
     repetition_guard: str = "6x3"
     repeat_penalty: float = 1.0
+    prompt_lookup: int = 0
     api_base: str = ""
     parallel_calls: int = 0
     lm_timeout: float = 600.0
@@ -106,6 +109,8 @@ def load_settings(**overrides: object) -> Settings:
                          "least 0")
     if not 0 < settings.repeat_penalty < math.inf:  # also refuses nan
         raise ValueError(f"repeat_penalty={settings.repeat_penalty} must be positive and finite; 1.0 turns it off")
+    if settings.prompt_lookup < 0:
+        raise ValueError(f"prompt_lookup={settings.prompt_lookup} must be at least 0 (0 turns it off)")
     if not 1 <= settings.ctx <= MAX_CTX:
         raise ValueError(f"ctx={settings.ctx} must be within 1-{MAX_CTX:,} tokens (default 8192)")
     if settings.passage_framing not in PASSAGE_FRAMINGS:
@@ -115,10 +120,12 @@ def load_settings(**overrides: object) -> Settings:
 
 
 def generation_overrides(settings: Settings) -> dict[str, Any]:
-    """The settings' repetition guard, penalty and passage framing where they differ from the defaults, for a run's
-    params (a run at the defaults records ``{}``, as before these settings existed, so its folder still resumes)."""
+    """The settings' repetition guard, penalty, prompt lookup and passage framing where they differ from the
+    defaults, for a run's params (a run at the defaults records ``{}``, as before these settings existed, so its
+    folder still resumes)."""
     default = Settings()
-    return {name: getattr(settings, name) for name in ("repetition_guard", "repeat_penalty", "passage_framing")
+    return {name: getattr(settings, name) for name in ("repetition_guard", "repeat_penalty", "prompt_lookup",
+                                                        "passage_framing")
             if getattr(settings, name) != getattr(default, name)}
 
 

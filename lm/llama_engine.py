@@ -66,6 +66,8 @@ class LlamaEngine:
         repetition_guard: stop a reply once a run of N words occurs R times in the text being written (``NxR``;
             ``off``) and cut that text to its last whole sentence before the loop (``disambig.lm.guard``).
         repeat_penalty: llama.cpp's repetition penalty (1.0: off).
+        prompt_lookup: draft up to this many reply tokens a step from the prompt (``disambig.lm.prompt_lookup``;
+            0: off). Calls that record log-probabilities are decoded without drafts.
 
     A JSON reply cut by the token cap keeps its open text up to its last whole sentence and is closed; each reply
     cut (by the guard or the cap) is counted in the enclosing ``disambig.lm.usage.measured`` block. Every call
@@ -78,7 +80,7 @@ class LlamaEngine:
 
     def __init__(self, model_path: str, threads: int = 2, ctx: int = 8192, sha256: str | None = None,
                  prompt_cache_mb: int = DEFAULT_PROMPT_CACHE_MB, repetition_guard: str = DEFAULT_GUARD,
-                 repeat_penalty: float = 1.0) -> None:
+                 repeat_penalty: float = 1.0, prompt_lookup: int = 0) -> None:
         self.model_path = model_path
         self.threads = threads
         self.ctx = ctx
@@ -86,14 +88,16 @@ class LlamaEngine:
         self.prompt_cache_mb = prompt_cache_mb
         self.repetition_guard = repetition_guard
         self.repeat_penalty = repeat_penalty
+        self.prompt_lookup = prompt_lookup
         self.verified_sha256_: str | None = None
         self._llama: Any = None
+        self.lookup_: Any = None  # the PromptLookup of the loaded model, when prompt_lookup is on
         self._lock = threading.Lock()
 
     def dump_state(self) -> dict[str, Any]:
         return {"model_path": self.model_path, "threads": self.threads, "ctx": self.ctx, "sha256": self.sha256,
                 "prompt_cache_mb": self.prompt_cache_mb, "repetition_guard": self.repetition_guard,
-                "repeat_penalty": self.repeat_penalty}
+                "repeat_penalty": self.repeat_penalty, "prompt_lookup": self.prompt_lookup}
 
     @classmethod
     def load_state(cls, state: dict[str, Any]) -> LlamaEngine:
@@ -110,6 +114,10 @@ class LlamaEngine:
                 from disambig.lm.prompt_cache import enable_prompt_cache
 
                 enable_prompt_cache(self._llama, self.prompt_cache_mb)
+            if self.prompt_lookup > 0:
+                from disambig.lm.prompt_lookup import PromptLookup
+
+                self.lookup_ = PromptLookup(self._llama, self.prompt_lookup)
         return self._llama
 
     def model_file(self) -> ModelFile:
@@ -137,7 +145,9 @@ class LlamaEngine:
                                            if "response_format" in kwargs else None)
                 kwargs["logits_processor"] = recorder.processors()
             reset_counters(llama)
-            raw = self._chat(llama, messages, kwargs, guard)
+            drafting = self.lookup_.active() if self.lookup_ is not None and recorder is None else nullcontext()
+            with drafting:
+                raw = self._chat(llama, messages, kwargs, guard)
             looped = rule if guard is not None and guard.fired_ else None
             response = to_response(raw, model=request.model, prefilled=read_counters(llama).prefill_tokens,
                                    looped=looped)
@@ -171,6 +181,7 @@ class LlamaEngine:
             if self._llama is not None:
                 self._llama.close()
                 self._llama = None
+                self.lookup_ = None
 
 
 def _too_long(exc: ValueError, llama: Any, model_path: str) -> ContextWindowError | None:

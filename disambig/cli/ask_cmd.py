@@ -39,6 +39,7 @@ def ask(
     decoding: str | None = options.DECODING,
     repetition_guard: str | None = options.REPETITION_GUARD,
     repeat_penalty: float | None = options.REPEAT_PENALTY,
+    prompt_lookup: int | None = options.PROMPT_LOOKUP,
     passage_framing: str | None = options.PASSAGE_FRAMING,
     threads: int | None = options.THREADS,
     cache: bool | None = options.CACHE,
@@ -57,7 +58,7 @@ def ask(
         check_compiled(artifact, program)  # as `eval` does, before any index or model is loaded
     program = program or DEFAULT_PROGRAM
     program_options = options.parse_program_options(option, program, artifact or "")
-    options.export_lm_roles(verifier_lm, decoding, repetition_guard, repeat_penalty)
+    options.export_lm_roles(verifier_lm, decoding, repetition_guard, repeat_penalty, prompt_lookup)
     settings = load_settings(lm=lm, threads=threads, lm_cache=cache)
     module = _program(settings, program, retriever, corpus, artifact, program_options)
     inputs = _scope_inputs(module, program, dataset, scope)

@@ -33,6 +33,7 @@ def batch(
     decoding: str | None = options.DECODING,
     repetition_guard: str | None = options.REPETITION_GUARD,
     repeat_penalty: float | None = options.REPEAT_PENALTY,
+    prompt_lookup: int | None = options.PROMPT_LOOKUP,
     passage_framing: str | None = options.PASSAGE_FRAMING,
     threads: int | None = options.THREADS,
     cache: bool | None = options.CACHE,
@@ -47,7 +48,7 @@ def batch(
     from disambig.optimizers.batch import check_engine, run_batch
 
     check_engine(engine, partitions)
-    options.export_lm_roles(verifier_lm, decoding, repetition_guard, repeat_penalty)
+    options.export_lm_roles(verifier_lm, decoding, repetition_guard, repeat_penalty, prompt_lookup)
     settings = load_settings(lm=lm, threads=threads, lm_cache=cache)
     check_remote_lm(settings)  # a remote LM's endpoint, once, before any row is read or written
     mlflow.set_tracking_uri(resolve_uri(tracking_uri))

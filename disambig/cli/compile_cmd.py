@@ -52,6 +52,7 @@ def compile_(
     decoding: str | None = options.DECODING,
     repetition_guard: str | None = options.REPETITION_GUARD,
     repeat_penalty: float | None = options.REPEAT_PENALTY,
+    prompt_lookup: int | None = options.PROMPT_LOOKUP,
     passage_framing: str | None = options.PASSAGE_FRAMING,
     threads: int | None = options.THREADS,
     out: Path = typer.Option(Path("artifacts"), "--out", help="Artifact root folder."),
@@ -101,7 +102,7 @@ def compile_(
         raise typer.BadParameter(f"--cascade and --cascade-thresholds are for `disambig compile route`, not "
                                  f"{program!r}")
     program_options = options.parse_program_options(option, program)
-    options.export_lm_roles(verifier_lm, decoding, repetition_guard, repeat_penalty)
+    options.export_lm_roles(verifier_lm, decoding, repetition_guard, repeat_penalty, prompt_lookup)
     settings = load_settings(lm=lm, threads=threads, lm_cache=cache)
     budget = Budget(demos=demos, candidates=count_option(candidates), trials=trials, metric_calls=metric_calls,
                     batch=batch, threads=eval_workers(settings))  # questions at once: 1 on the in-process model

@@ -32,6 +32,7 @@ def evaluate(
     decoding: str | None = options.DECODING,
     repetition_guard: str | None = options.REPETITION_GUARD,
     repeat_penalty: float | None = options.REPEAT_PENALTY,
+    prompt_lookup: int | None = options.PROMPT_LOOKUP,
     passage_framing: str | None = options.PASSAGE_FRAMING,
     judge_lm: str | None = typer.Option(None, "--judge-lm", help="LM for judge metrics (env DISAMBIG_JUDGE_LM)."),
     proxy_top: int | None = options.PROXY_TOP,
@@ -58,7 +59,7 @@ def evaluate(
 
     split = split or default_split(dataset)
     program_options = options.parse_program_options(option, program, artifact)
-    options.export_lm_roles(verifier_lm, decoding, repetition_guard, repeat_penalty)
+    options.export_lm_roles(verifier_lm, decoding, repetition_guard, repeat_penalty, prompt_lookup)
     settings = load_settings(lm=lm, judge_lm=judge_lm, threads=threads, lm_cache=cache)
     run = prepare_run(settings, program, dataset, split, limit, list(metric), retriever, corpus, artifact,
                       program_options)

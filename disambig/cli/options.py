@@ -58,6 +58,10 @@ REPETITION_GUARD = typer.Option(None, "--repetition-guard", metavar="NxR|off",
 REPEAT_PENALTY = typer.Option(None, "--repeat-penalty",
                               help="llama.cpp's repetition penalty of the embedded LM (default 1.0, off; env "
                                    "DISAMBIG_REPEAT_PENALTY).")
+PROMPT_LOOKUP = typer.Option(None, "--prompt-lookup", min=0, metavar="N",
+                             help="Embedded LM: draft up to N reply tokens a step from the prompt and check them in "
+                                  "one batch; greedy replies are unchanged, copied text decodes faster (0: off; env "
+                                  "DISAMBIG_PROMPT_LOOKUP).")
 
 
 def _export_passage_framing(value: str | None) -> str | None:
@@ -127,14 +131,15 @@ def check_proxy(proxy_top: int | None, judged: bool) -> None:
 
 
 def export_lm_roles(verifier_lm: str | None, decoding: str | None, repetition_guard: str | None = None,
-                    repeat_penalty: float | None = None) -> None:
-    """Make ``--verifier-lm``, ``--decoding``, ``--repetition-guard`` and ``--repeat-penalty`` the run's
-    ``DISAMBIG_*`` variables, which the programs' verifier LM and every LM built from settings read."""
+                    repeat_penalty: float | None = None, prompt_lookup: int | None = None) -> None:
+    """Make ``--verifier-lm``, ``--decoding``, ``--repetition-guard``, ``--repeat-penalty`` and ``--prompt-lookup``
+    the run's ``DISAMBIG_*`` variables, which the programs' verifier LM and every LM built from settings read."""
     import os
 
     for name, value in (("DISAMBIG_VERIFIER_LM", verifier_lm), ("DISAMBIG_DECODING", decoding),
                         ("DISAMBIG_REPETITION_GUARD", repetition_guard),
-                        ("DISAMBIG_REPEAT_PENALTY", None if repeat_penalty is None else str(repeat_penalty))):
+                        ("DISAMBIG_REPEAT_PENALTY", None if repeat_penalty is None else str(repeat_penalty)),
+                        ("DISAMBIG_PROMPT_LOOKUP", None if prompt_lookup is None else str(prompt_lookup))):
         if value is not None:
             os.environ[name] = value
 
