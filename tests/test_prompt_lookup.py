@@ -85,7 +85,6 @@ def test_the_setting_reaches_the_engine_and_is_recorded_when_on(tmp_path, monkey
 
 def test_the_flag_is_exported_for_every_lm_the_run_builds(monkeypatch):
     from disambig.cli.options import export_lm_roles
-
     from disambig.settings import load_settings
 
     monkeypatch.setenv("DISAMBIG_PROMPT_LOOKUP", "0")  # restored after the test
