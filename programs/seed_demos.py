@@ -26,10 +26,12 @@ UNKNOWN = "unknown"
 PAIRS = [Disambiguation(question=MEN, answer="Miroslav Klose", passage=1),
          Disambiguation(question=WOMEN, answer="Marta", passage=2)]
 # The paper's answer also named the players' nationalities, which its passages do not state; the 1.5B model copied
-# that habit into answers ("Brooks Koepka, a German professional golfer"), so ours says only what the passages say.
+# that habit into answers ("Brooks Koepka, a German professional golfer"). Ours restates each reading's passage; an
+# answer built as two parallel sentences ("X, with 16 goals. ... Y, with 17 goals.") led the 1.5B to give the second
+# reading the first one's details.
 LONG_ANSWER = (
-    "There is a men's and a women's FIFA World Cup. The top goalscorer of the men's World Cup is Miroslav Klose, "
-    "with 16 goals. In the women's World Cup, the top goalscorer is Marta, with 17 goals."
+    "There is a men's and a women's FIFA World Cup. Miroslav Klose scored 16 goals, the most in the history of the "
+    "men's World Cup. Marta has scored 17 goals, the most of any player at the Women's World Cup."
 )
 
 DEMOS: dict[str, list[dict]] = {
