@@ -12,6 +12,8 @@ ENV_PREFIX = "DISAMBIG_"
 PassageFraming = Literal["screened", "quoted", "plain"]
 PASSAGE_FRAMINGS: tuple[PassageFraming, ...] = get_args(PassageFraming)
 """How retrieved passages are shown to the LM (``disambig.programs.context``); the first is the default."""
+MAX_PROMPT_LOOKUP = 16
+"""The most reply tokens drafted a step (``disambig.lm.prompt_lookup.MAX_DRAFT_TOKENS``)."""
 MAX_CTX = 1 << 20
 """The largest context window accepted (1,048,576 tokens): beyond any trained context of a model run here, and far
 inside llama.cpp's 32-bit count."""
@@ -45,7 +47,8 @@ class Settings:
             and cut it to its last whole sentence before the loop: ``NxR`` (default ``6x3``) or ``off``.
         repeat_penalty: llama.cpp's repetition penalty of the embedded LM (1.0: off).
         prompt_lookup: reply tokens the embedded LM drafts a step from its prompt and checks in one batch
-            (``disambig.lm.prompt_lookup``; 0: off). Greedy replies stay the same; copied text decodes faster.
+            (``disambig.lm.prompt_lookup``; 0: off, at most 16). Copied text decodes faster; greedy replies stay the
+            same up to rounding (a batch of tokens is computed in another order than one token).
         api_base: the OpenAI-compatible endpoint (``http://HOST:PORT/v1``) that LiteLLM-style LM specs
             (``openai/MODEL``) are sent to; empty means the provider's own. Its key is read from the environment
             (``disambig.lm.endpoint``), never held here.
@@ -109,8 +112,9 @@ def load_settings(**overrides: object) -> Settings:
                          "least 0")
     if not 0 < settings.repeat_penalty < math.inf:  # also refuses nan
         raise ValueError(f"repeat_penalty={settings.repeat_penalty} must be positive and finite; 1.0 turns it off")
-    if settings.prompt_lookup < 0:
-        raise ValueError(f"prompt_lookup={settings.prompt_lookup} must be at least 0 (0 turns it off)")
+    if not 0 <= settings.prompt_lookup <= MAX_PROMPT_LOOKUP:
+        raise ValueError(f"prompt_lookup={settings.prompt_lookup} must be within 0-{MAX_PROMPT_LOOKUP} draft tokens "
+                         "(0 turns it off)")
     if not 1 <= settings.ctx <= MAX_CTX:
         raise ValueError(f"ctx={settings.ctx} must be within 1-{MAX_CTX:,} tokens (default 8192)")
     if settings.passage_framing not in PASSAGE_FRAMINGS:
@@ -124,9 +128,10 @@ def generation_overrides(settings: Settings) -> dict[str, Any]:
     defaults, for a run's params (a run at the defaults records ``{}``, as before these settings existed, so its
     folder still resumes)."""
     default = Settings()
-    return {name: getattr(settings, name) for name in ("repetition_guard", "repeat_penalty", "prompt_lookup",
-                                                        "passage_framing")
-            if getattr(settings, name) != getattr(default, name)}
+    names = ["repetition_guard", "repeat_penalty", "passage_framing"]
+    if settings.lm == "local" or settings.lm.startswith("local:"):  # drafting happens in the embedded engine only
+        names.insert(2, "prompt_lookup")
+    return {name: getattr(settings, name) for name in names if getattr(settings, name) != getattr(default, name)}
 
 
 def _coerce(name: str, raw: str, annotation: object) -> object:

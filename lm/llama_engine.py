@@ -145,12 +145,15 @@ class LlamaEngine:
                                            if "response_format" in kwargs else None)
                 kwargs["logits_processor"] = recorder.processors()
             reset_counters(llama)
-            drafting = self.lookup_.active() if self.lookup_ is not None and recorder is None else nullcontext()
-            with drafting:
+            lookup = self.lookup_ if recorder is None else None
+            with nullcontext() if lookup is None else lookup.active():
                 raw = self._chat(llama, messages, kwargs, guard)
+            prefilled = read_counters(llama).prefill_tokens
+            if lookup is not None:  # llama.cpp counts a draft batch (several tokens at once) as prefill
+                prefilled -= lookup.batch_tokens
+                lookup.finished(int((raw.get("usage") or {}).get("completion_tokens") or 0))
             looped = rule if guard is not None and guard.fired_ else None
-            response = to_response(raw, model=request.model, prefilled=read_counters(llama).prefill_tokens,
-                                   looped=looped)
+            response = to_response(raw, model=request.model, prefilled=prefilled, looped=looped)
             if looped is not None or response.finish_reason == "length":
                 record_cut("repetition" if looped is not None else "length")
             if recorder is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import dspy
+import pytest
 
 from bench.cost.ceiling import ceiling, in_dspy
 from bench.cost.lm_speed import report
@@ -22,6 +23,7 @@ def _answer(lm) -> str:
         llama.cache = cache
 
 
+@pytest.mark.slow
 def test_ceiling_measures_both_tests_and_leaves_the_model_answering_as_before(local_lm):
     before = _answer(local_lm)
     prefill, decode = ceiling(local_lm.engine.llama, prompt_tokens=64, gen_tokens=8)
@@ -29,6 +31,7 @@ def test_ceiling_measures_both_tests_and_leaves_the_model_answering_as_before(lo
     assert _answer(local_lm) == before  # the raw decodes left no state behind
 
 
+@pytest.mark.slow
 def test_in_dspy_rates_are_positive(local_lm):
     prefill, decode = in_dspy(local_lm)
     assert prefill > 0 and decode > 0

@@ -11,8 +11,9 @@ from bench.cost.prompt_lookup import ratio_interval, report
 
 def _row(off: float, on: float, same: bool, generated: int = 40, steps: int = 25, control=None) -> dict:
     return {"model": "m", "program": "diva", "dataset": "asqa", "draft": 4, "threads": 2, "id": "q",
-            "seconds": {"off": off, "on": on}, "generated": {"off": generated, "on": generated}, "steps": steps,
-            "drafted": 60, "same": same, "control_same": control, "load_avg": 0.5, "code": {"commit": "abc"}}
+            "seconds": {"off": off, "on": on}, "generated": {"off": generated + 9, "on": generated + 9},
+            "drafting": {"calls": 3, "generated": generated, "steps": steps, "drafted": 60},
+            "same": same, "control_same": control, "load_avg": 0.5, "code": {"commit": "abc"}}
 
 
 def test_the_ratio_is_total_on_over_total_off_inside_its_interval():

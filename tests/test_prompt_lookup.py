@@ -50,14 +50,26 @@ def test_drafted_replies_equal_plain_greedy_ones_and_drafts_are_kept(engines):
     expected, generated = _quote(plain)
     assert _quote(drafting) == (expected, generated)
     counts = drafting.engine.lookup_.counts
-    assert counts.drafted > 0 and 0 < counts.steps < generated  # some reply tokens came from kept drafts
-    assert counts.kept(generated) == generated - counts.steps
+    assert (counts.calls, counts.generated) == (1, generated)
+    assert counts.drafted > 0 and 0 < counts.steps < generated and counts.kept > 0  # reply tokens from kept drafts
+
+
+@pytest.mark.slow
+def test_draft_batches_are_not_counted_as_prefill(engines):
+    plain, drafting = engines
+    with dspy.context(lm=plain, adapter=dspy.JSONAdapter(), cache=False), measured() as without:
+        dspy.Predict(Quote)(passage=PASSAGE + " ")
+    with dspy.context(lm=drafting, adapter=dspy.JSONAdapter(), cache=False), measured() as with_drafts:
+        dspy.Predict(Quote)(passage=PASSAGE + " ")
+    # the same prompt after the same history: the same prefix reused, whatever the reply's draft batches
+    assert with_drafts.reused_prompt_tokens == without.reused_prompt_tokens > 0
 
 
 @pytest.mark.slow
 def test_calls_recording_log_probabilities_are_decoded_without_drafts(engines):
     _, drafting = engines
-    lookup = drafting.engine.lookup_ or PromptLookup(drafting.engine.llama, 4)
+    assert drafting.engine.llama is not None and drafting.engine.lookup_ is not None  # the model is loaded
+    lookup = drafting.engine.lookup_
     before = lookup.counts.steps
     with dspy.context(lm=drafting, adapter=dspy.JSONAdapter(), cache=False):
         drafting("Is Klose a footballer? Answer yes or no.", logprobs=True, top_logprobs=2, temperature=0.0)
@@ -65,9 +77,10 @@ def test_calls_recording_log_probabilities_are_decoded_without_drafts(engines):
     assert drafting.engine.llama.draft_model is None  # drafting is off outside a call
 
 
-def test_a_lookup_needs_at_least_one_draft_token():
-    with pytest.raises(ValueError, match="at least 1"):
-        PromptLookup(object(), 0)
+@pytest.mark.parametrize("draft_tokens", [0, 17])
+def test_a_lookup_drafts_1_to_16_tokens(draft_tokens):
+    with pytest.raises(ValueError, match="within 1-16"):
+        PromptLookup(object(), draft_tokens)
 
 
 def test_the_setting_reaches_the_engine_and_is_recorded_when_on(tmp_path, monkeypatch):
@@ -78,9 +91,11 @@ def test_the_setting_reaches_the_engine_and_is_recorded_when_on(tmp_path, monkey
     gguf.write_bytes(b"GGUF")  # nothing more is read before the first call
     assert build_lm(Settings(lm=f"local:{gguf}", cache_dir=str(tmp_path), prompt_lookup=3)).engine.prompt_lookup == 3
     assert generation_overrides(Settings(prompt_lookup=3)) == {"prompt_lookup": 3}
-    monkeypatch.setenv("DISAMBIG_PROMPT_LOOKUP", "-1")
-    with pytest.raises(ValueError, match="must be at least 0"):
-        load_settings()
+    assert generation_overrides(Settings(lm="openai/m", prompt_lookup=3)) == {}  # a remote LM never drafts
+    for bad in ("-1", "17"):
+        monkeypatch.setenv("DISAMBIG_PROMPT_LOOKUP", bad)
+        with pytest.raises(ValueError, match="must be within 0-16"):
+            load_settings()
 
 
 def test_the_flag_is_exported_for_every_lm_the_run_builds(monkeypatch):

@@ -259,3 +259,8 @@ def test_an_answer_naming_a_word_like_unknown_only_inside_a_word_is_kept():
 def test_bad_options_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
         VerDICt(ListRetriever(), **kwargs)
+
+
+@pytest.mark.parametrize("value", ["Tomb of the Unknown Soldier", "Unknown Pleasures", "No Information Zone 2"])
+def test_a_name_holding_a_no_answer_phrase_is_an_answer(value):
+    assert stated_answer(value) == value

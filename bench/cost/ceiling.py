@@ -5,8 +5,8 @@ batch of ``prompt_tokens`` random tokens decoded at once, and ``tg``, ``gen_toke
 time. No sampling, grammar or detokenising happens between tokens, only one ctypes call each (microseconds, against
 tens of milliseconds a token), so these are the rates the engine could reach at best.
 
-``in_dspy`` times real ``dspy.Predict`` calls through the project's engine (chat template, JSON adapter, response
-grammar, repetition guard): one with a long prompt and a one-word reply, one with a short prompt and a long reply,
+``in_dspy`` times real ``dspy.Predict`` calls as the programs make them (the project's adapter, the chat template,
+the response grammar, the repetition guard): one with a long prompt and a one-word reply, one with a short prompt and a long reply,
 each from a fresh context. Their wall-clock rates against the ceiling's are the engine's overhead.
 """
 
@@ -79,12 +79,15 @@ class Describe(dspy.Signature):
 
 def in_dspy(lm: Any) -> tuple[float, float]:
     """``(prefill, decode)`` tokens/s of whole ``dspy.Predict`` calls through ``lm`` (the project's engine), wall
-    clock: new prompt tokens over the seconds of a call whose reply is a few tokens, and generated tokens over
-    the seconds of a call with a short prompt (its prefill time, at the first call's rate, taken off)."""
+    clock: new prompt tokens over the seconds of a call whose reply is a few tokens (their decode counted in, so
+    the rate is a little low), and generated tokens over the seconds of a call with a short prompt (its prefill
+    time, at the first call's rate, taken off)."""
     from disambig.lm.usage import measured
 
+    from disambig.lm.runtime import default_adapter
+
     llama = lm.engine.llama
-    with dspy.context(lm=lm, cache=False):
+    with dspy.context(lm=lm, adapter=default_adapter(), cache=False):
         llama.reset()
         with measured() as read:
             start = time.perf_counter()

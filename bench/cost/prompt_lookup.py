@@ -32,6 +32,7 @@ def run(model: str, program: str, dataset: str, limit: int, draft: int, threads:
     import dspy
 
     from disambig.data.loaders import load_dataset
+    from disambig.lm.runtime import default_adapter
     from disambig.lm.spec import make_lm
     from disambig.programs import build_program
     from disambig.retrieval import build_retriever
@@ -45,24 +46,28 @@ def run(model: str, program: str, dataset: str, limit: int, draft: int, threads:
     for number, example in enumerate(load_dataset(dataset, split="dev", limit=limit)):
         order = names if number % 2 == 0 else names[::-1]
         answers, seconds, generated = {}, {}, {}
-        lookup_before = None
+        before = _counts(lms["on"])
         for name in order:
-            engine = lms[name].engine
-            if name == "on" and engine.lookup_ is not None:
-                lookup_before = (engine.lookup_.counts.steps, engine.lookup_.counts.drafted)
-            with dspy.context(lm=lms[name], cache=False):
+            with dspy.context(lm=lms[name], adapter=default_adapter(), cache=False):
                 prediction = module(question=example.question)
             answers[name] = prediction.long_answer
             seconds[name] = round(prediction.trace["seconds"], 2)
             generated[name] = prediction.trace["output_tokens"]
-        counts = lms["on"].engine.lookup_.counts
-        steps, drafted = (counts.steps - (lookup_before or (0, 0))[0], counts.drafted - (lookup_before or (0, 0))[1])
+        drafting = {key: value - before[key] for key, value in _counts(lms["on"]).items()}
         rows.add({"model": model, "program": program, "dataset": dataset, "draft": draft, "threads": threads,
-                  "id": example.id, "seconds": seconds, "generated": generated, "steps": steps, "drafted": drafted,
+                  "id": example.id, "seconds": seconds, "generated": generated, "drafting": drafting,
                   "same": answers["on"] == answers["off"],
                   "control_same": answers["control"] == answers["off"] if control else None,
                   "load_avg": round(os.getloadavg()[0], 2), "cpu": cpu_name()})
         print(f"{number + 1}/{limit} {example.id}: {seconds} same={answers['on'] == answers['off']}", file=sys.stderr)
+
+
+def _counts(lm: Any) -> dict[str, int]:
+    """The drafting engine's counts so far (all 0 before its model loads)."""
+    from dataclasses import asdict
+
+    lookup = lm.engine.lookup_
+    return asdict(lookup.counts) if lookup is not None else {"calls": 0, "generated": 0, "steps": 0, "drafted": 0}
 
 
 def report(path: Path) -> str:
@@ -72,18 +77,19 @@ def report(path: Path) -> str:
         groups.setdefault((row["model"], row["program"], row["dataset"], row["draft"], row["threads"],
                            row["code"]["commit"]), []).append(row)
     lines = ["| model | program | dataset | draft | threads | n | s/q off | s/q on | on/off [95% CI] | same answers "
-             "| control same | kept drafts / generated | load avg | code |",
+             "| control same | reply tokens from kept drafts / of calls drafting | load avg | code |",
              "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | --- | ---: | --- |"]
     for (model, program, dataset, draft, threads, commit), group in sorted(groups.items()):
         off = [r["seconds"]["off"] for r in group]
         on = [r["seconds"]["on"] for r in group]
-        kept = sum(max(r["generated"]["on"] - r["steps"], 0) for r in group)
+        kept = sum(max(r["drafting"]["generated"] - r["drafting"]["steps"], 0) for r in group)
+        drafted_calls = sum(r["drafting"]["generated"] for r in group)
         controls = [r["control_same"] for r in group if r["control_same"] is not None]
         lines.append(
             f"| {model} | {program} | {dataset} | {draft} | {threads} | {len(group)} | {statistics.mean(off):.1f} "
             f"| {statistics.mean(on):.1f} | {ratio_interval(off, on)} | {sum(r['same'] for r in group)}/{len(group)} "
             f"| {f'{sum(controls)}/{len(controls)}' if controls else '–'} "
-            f"| {kept}/{sum(r['generated']['on'] for r in group)} "
+            f"| {kept}/{drafted_calls} "
             f"| {statistics.mean(r['load_avg'] for r in group):.2f} | `{commit}` |")
     return "\n".join(lines)
 

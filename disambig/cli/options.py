@@ -58,10 +58,10 @@ REPETITION_GUARD = typer.Option(None, "--repetition-guard", metavar="NxR|off",
 REPEAT_PENALTY = typer.Option(None, "--repeat-penalty",
                               help="llama.cpp's repetition penalty of the embedded LM (default 1.0, off; env "
                                    "DISAMBIG_REPEAT_PENALTY).")
-PROMPT_LOOKUP = typer.Option(None, "--prompt-lookup", min=0, metavar="N",
+PROMPT_LOOKUP = typer.Option(None, "--prompt-lookup", min=0, max=16, metavar="N",
                              help="Embedded LM: draft up to N reply tokens a step from the prompt and check them in "
-                                  "one batch; greedy replies are unchanged, copied text decodes faster (0: off; env "
-                                  "DISAMBIG_PROMPT_LOOKUP).")
+                                  "one batch; copied text decodes faster, greedy replies the same up to rounding (0: off, "
+                                  "at most 16; env DISAMBIG_PROMPT_LOOKUP).")
 
 
 def _export_passage_framing(value: str | None) -> str | None:
