@@ -82,9 +82,8 @@ def in_dspy(lm: Any) -> tuple[float, float]:
     clock: new prompt tokens over the seconds of a call whose reply is a few tokens (their decode counted in, so
     the rate is a little low), and generated tokens over the seconds of a call with a short prompt (its prefill
     time, at the first call's rate, taken off)."""
-    from disambig.lm.usage import measured
-
     from disambig.lm.runtime import default_adapter
+    from disambig.lm.usage import measured
 
     llama = lm.engine.llama
     with dspy.context(lm=lm, adapter=default_adapter(), cache=False):
