@@ -6,8 +6,8 @@ time. No sampling, grammar or detokenising happens between tokens, only one ctyp
 tens of milliseconds a token), so these are the rates the engine could reach at best.
 
 ``in_dspy`` times real ``dspy.Predict`` calls as the programs make them (the project's adapter, the chat template,
-the response grammar, the repetition guard): one with a long prompt and a one-word reply, one with a short prompt and a long reply,
-each from a fresh context. Their wall-clock rates against the ceiling's are the engine's overhead.
+the response grammar, the repetition guard): one with a long prompt and a one-word reply, one with a short prompt
+and a long reply, each from a fresh context. Their wall-clock rates against the ceiling's are the engine's overhead.
 """
 
 from __future__ import annotations

@@ -60,8 +60,8 @@ REPEAT_PENALTY = typer.Option(None, "--repeat-penalty",
                                    "DISAMBIG_REPEAT_PENALTY).")
 PROMPT_LOOKUP = typer.Option(None, "--prompt-lookup", min=0, max=16, metavar="N",
                              help="Embedded LM: draft up to N reply tokens a step from the prompt and check them in "
-                                  "one batch; copied text decodes faster, greedy replies the same up to rounding (0: off, "
-                                  "at most 16; env DISAMBIG_PROMPT_LOOKUP).")
+                                  "one batch; copied text decodes faster, greedy replies the same up to rounding "
+                                  "(0: off, at most 16; env DISAMBIG_PROMPT_LOOKUP).")
 
 
 def _export_passage_framing(value: str | None) -> str | None:
