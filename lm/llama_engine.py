@@ -68,6 +68,8 @@ class LlamaEngine:
         repeat_penalty: llama.cpp's repetition penalty (1.0: off).
         prompt_lookup: draft up to this many reply tokens a step from the prompt (``disambig.lm.prompt_lookup``;
             0: off). Calls that record log-probabilities are decoded without drafts.
+        lazy_grammar: under greedy decoding, ask the response grammar about the best token only, and about every
+            token only when it refuses that one (``disambig.lm.lazy_grammar``; the same replies, faster).
 
     A JSON reply cut by the token cap keeps its open text up to its last whole sentence and is closed; each reply
     cut (by the guard or the cap) is counted in the enclosing ``disambig.lm.usage.measured`` block. Every call
@@ -80,7 +82,7 @@ class LlamaEngine:
 
     def __init__(self, model_path: str, threads: int = 2, ctx: int = 8192, sha256: str | None = None,
                  prompt_cache_mb: int = DEFAULT_PROMPT_CACHE_MB, repetition_guard: str = DEFAULT_GUARD,
-                 repeat_penalty: float = 1.0, prompt_lookup: int = 0) -> None:
+                 repeat_penalty: float = 1.0, prompt_lookup: int = 0, lazy_grammar: bool = True) -> None:
         self.model_path = model_path
         self.threads = threads
         self.ctx = ctx
@@ -89,15 +91,18 @@ class LlamaEngine:
         self.repetition_guard = repetition_guard
         self.repeat_penalty = repeat_penalty
         self.prompt_lookup = prompt_lookup
+        self.lazy_grammar = lazy_grammar
         self.verified_sha256_: str | None = None
         self._llama: Any = None
         self.lookup_: Any = None  # the PromptLookup of the loaded model, when prompt_lookup is on
+        self.grammar_: Any = None  # the LazyGrammar of the loaded model, when lazy_grammar is on
         self._lock = threading.Lock()
 
     def dump_state(self) -> dict[str, Any]:
         return {"model_path": self.model_path, "threads": self.threads, "ctx": self.ctx, "sha256": self.sha256,
                 "prompt_cache_mb": self.prompt_cache_mb, "repetition_guard": self.repetition_guard,
-                "repeat_penalty": self.repeat_penalty, "prompt_lookup": self.prompt_lookup}
+                "repeat_penalty": self.repeat_penalty, "prompt_lookup": self.prompt_lookup,
+                "lazy_grammar": self.lazy_grammar}
 
     @classmethod
     def load_state(cls, state: dict[str, Any]) -> LlamaEngine:
@@ -118,6 +123,10 @@ class LlamaEngine:
                 from disambig.lm.prompt_lookup import PromptLookup
 
                 self.lookup_ = PromptLookup(self._llama, self.prompt_lookup)
+            if self.lazy_grammar:
+                from disambig.lm.lazy_grammar import LazyGrammar
+
+                self.grammar_ = LazyGrammar(self._llama)
         return self._llama
 
     def model_file(self) -> ModelFile:
@@ -146,7 +155,8 @@ class LlamaEngine:
                 kwargs["logits_processor"] = recorder.processors()
             reset_counters(llama)
             lookup = self.lookup_ if recorder is None else None
-            with nullcontext() if lookup is None else lookup.active():
+            with nullcontext() if lookup is None else lookup.active(), \
+                    nullcontext() if self.grammar_ is None else self.grammar_.active():
                 raw = self._chat(llama, messages, kwargs, guard)
             prefilled = read_counters(llama).prefill_tokens
             if lookup is not None:  # llama.cpp counts a draft batch (several tokens at once) as prefill
@@ -184,7 +194,7 @@ class LlamaEngine:
             if self._llama is not None:
                 self._llama.close()
                 self._llama = None
-                self.lookup_ = None
+                self.lookup_ = self.grammar_ = None
 
 
 def _too_long(exc: ValueError, llama: Any, model_path: str) -> ContextWindowError | None:

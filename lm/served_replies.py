@@ -60,13 +60,22 @@ def take_wishes(body: dict[str, Any], rule: LoopRule | None) -> tuple[dict[str, 
 
 def hook_generations(llama: Any) -> None:
     """From now on each ``llama.create_completion`` of a request with a ``ServedRequest`` in ``CURRENT`` runs with
-    that request's repetition guard and log-probability recorder, and leaves what they saw in it."""
+    that request's repetition guard and log-probability recorder, and leaves what they saw in it; every greedy
+    call under a grammar samples as the engine does (``disambig.lm.lazy_grammar``)."""
     from llama_cpp import LogitsProcessorList, StoppingCriteriaList
 
     from disambig.lm.guard import RepetitionGuard
+    from disambig.lm.lazy_grammar import LazyGrammar
     from disambig.lm.token_logprobs import LogprobRecorder
 
-    original = llama.create_completion
+    generate = llama.create_completion
+    lazy = LazyGrammar(llama)
+
+    def original(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("stream"):  # a stream generates after this returns, outside any block
+            return generate(*args, **kwargs)
+        with lazy.active():
+            return generate(*args, **kwargs)
 
     def create_completion(*args: Any, stopping_criteria: Any = None, logits_processor: Any = None,
                           **kwargs: Any) -> Any:

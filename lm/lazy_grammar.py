@@ -1,0 +1,136 @@
+"""Greedy decoding under a JSON grammar that asks the grammar about one token, not the whole vocabulary.
+
+llama-cpp-python samples through a chain (penalties, grammar, greedy) whose grammar step checks every one of the
+model's 151,936 tokens against the grammar at each step, about 30-70 ms a token on 2 cores, though greedy decoding
+keeps only the best. ``LazyGrammar`` takes the best token of the raw logits first and asks the grammar about that
+one token; only when the grammar refuses it (a model starting prose where JSON must go) are all tokens checked and
+the best allowed one taken. llama.cpp's own ``common_sampler`` does the same (its ``grammar_first=false``).
+
+The reply is the library's, token for token: the chain's greedy step takes the first token of highest logit among
+those the grammar keeps, and when the raw best is allowed it is that token. It applies only to calls the chain
+would decode greedily with nothing else in it: temperature 0, no logits processor, no repetition, frequency or
+presence penalty; other calls go through the library unchanged.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+TOKEN_ROW = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])  # llama_token_data
+
+
+@dataclass
+class GrammarCounts:
+    """Tokens sampled lazily, and of those how many the grammar refused (a full check followed)."""
+
+    tokens: int = 0
+    refused: int = 0
+
+
+class LazyGrammar:
+    """Replaces ``llama.sample`` for greedy grammar-constrained calls made inside ``active()``.
+
+    Args:
+        llama: the loaded ``llama_cpp.Llama``; its ``sample`` is wrapped for its lifetime.
+    """
+
+    def __init__(self, llama: Any) -> None:
+        self.llama = llama
+        self.counts = GrammarCounts()
+        self._library_sample = llama.sample
+        self._active = False
+        self._source: Any = None  # the LlamaGrammar of the current call
+        self._sampler: Any = None  # llama.cpp's grammar sampler built from it, advanced by each chosen token
+        self._rows: np.ndarray | None = None  # a reusable candidate array over the whole vocabulary
+        llama.sample = self._sample
+
+    @contextmanager
+    def active(self) -> Iterator[None]:
+        """Sample lazily during this block (one call); the grammar state is dropped at its end."""
+        self._active = True
+        try:
+            yield
+        finally:
+            self._active = False
+            self._free()
+
+    def _sample(self, *args: Any, **kwargs: Any) -> int:
+        grammar = kwargs.get("grammar")
+        if args or not self._active or grammar is None or not _plain_greedy(kwargs):
+            return self._library_sample(*args, **kwargs)
+        if grammar is not self._source:
+            self._free()
+            self._source, self._sampler = grammar, _grammar_sampler(self.llama, grammar)
+        idx = kwargs.get("idx")
+        token = self._choose(_logits(self.llama, -1 if idx is None else idx - self.llama.n_tokens))
+        import llama_cpp
+
+        llama_cpp.llama_sampler_accept(self._sampler, token)
+        return token
+
+    def _choose(self, logits: np.ndarray) -> int:
+        """The first token of highest logit that the grammar allows."""
+        best = int(np.argmax(logits))
+        self.counts.tokens += 1
+        if self._allows(best, float(logits[best])):
+            return best
+        self.counts.refused += 1
+        rows = self._all_rows(logits)
+        _apply(self._sampler, rows)
+        return int(rows["id"][int(np.argmax(rows["logit"]))])
+
+    def _allows(self, token: int, logit: float) -> bool:
+        one = np.array([(token, logit, 0.0)], dtype=TOKEN_ROW)
+        _apply(self._sampler, one)
+        return bool(np.isfinite(one["logit"][0]))
+
+    def _all_rows(self, logits: np.ndarray) -> np.ndarray:
+        if self._rows is None or len(self._rows) != len(logits):
+            self._rows = np.zeros(len(logits), dtype=TOKEN_ROW)
+            self._rows["id"] = np.arange(len(logits))
+        self._rows["logit"], self._rows["p"] = logits, 0.0
+        return self._rows
+
+    def _free(self) -> None:
+        if self._sampler is not None:
+            import llama_cpp
+
+            llama_cpp.llama_sampler_free(self._sampler)
+        self._source = self._sampler = None
+
+
+def _plain_greedy(kwargs: dict[str, Any]) -> bool:
+    """Whether the library's chain for these arguments is the grammar and a greedy pick, nothing that moves logits."""
+    return (kwargs.get("temp") == 0.0 and kwargs.get("logits_processor") is None
+            and kwargs.get("repeat_penalty", 1.0) == 1.0 and kwargs.get("frequency_penalty", 0.0) == 0.0
+            and kwargs.get("presence_penalty", 0.0) == 0.0)
+
+
+def _logits(llama: Any, index: int) -> np.ndarray:
+    """The logits llama.cpp holds for batch position ``index`` (negative: from the end), as a float32 view."""
+    import llama_cpp
+
+    pointer = llama_cpp.llama_get_logits_ith(llama._ctx.ctx, index)
+    return np.ctypeslib.as_array(pointer, shape=(llama.n_vocab(),))
+
+
+def _apply(sampler: Any, rows: np.ndarray) -> None:
+    """Let the grammar sampler set the logit of every token it refuses in ``rows`` (in place) to -inf."""
+    import llama_cpp
+
+    data = rows.ctypes.data_as(ctypes.POINTER(llama_cpp.llama_token_data))
+    array = llama_cpp.llama_token_data_array(data=data, size=len(rows), selected=-1, sorted=False)
+    llama_cpp.llama_sampler_apply(sampler, ctypes.byref(array))
+
+
+def _grammar_sampler(llama: Any, grammar: Any) -> Any:
+    import llama_cpp
+
+    return llama_cpp.llama_sampler_init_grammar(llama._model.vocab, grammar._grammar.encode("utf-8"),
+                                                grammar._root.encode("utf-8"))
