@@ -1,0 +1,108 @@
+"""Lazy grammar sampling, off against on: the same program, model and questions, seconds and answers compared.
+
+    python -m bench.cost.lazy_grammar --model qwen2.5-1.5b --program diva --limit 10 \\
+        --out bench/results/lazy-grammar.jsonl
+    python -m bench.cost.lazy_grammar --report bench/results/lazy-grammar.jsonl [--results docs/benchmarks.md]
+
+Two engines of one model, one sampling through llama-cpp-python's chain (the grammar checks the whole vocabulary
+at each token) and one through ``disambig.lm.lazy_grammar``, answer each question in turn, the order alternating
+from one question to the next so both see the same load. The replies must be the same token for token; the
+table says how many answers were. One row per question is appended as it is answered, and a run started again
+skips the questions its setting already has.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from bench.cost.prompt_lookup import ratio_interval
+from bench.harness import Rows, Script, cpu_name
+
+SCRIPT = Script.of(__file__)
+NAMES = ("off", "on")
+KEY = ("model", "program", "dataset", "threads", "id")  # one row per question of a setting
+
+
+def run(model: str, program: str, dataset: str, limit: int, threads: int, rows: Rows) -> None:
+    import dspy
+
+    from disambig.data.loaders import load_dataset
+    from disambig.lm.runtime import default_adapter
+    from disambig.lm.spec import make_lm
+    from disambig.programs import build_program
+    from disambig.retrieval import build_retriever
+    from disambig.settings import load_settings
+
+    settings = load_settings(lm=f"local:{model}", threads=threads)
+    module = build_program(program, build_retriever("hybrid", corpus="wiki-slice", settings=settings))
+    lms = {name: make_lm(f"local:{model}", threads=threads) for name in NAMES}
+    lms["off"].engine.lazy_grammar = False
+    for number, example in enumerate(load_dataset(dataset, split="dev", limit=limit)):
+        if rows.done(model, program, dataset, threads, example.id):
+            continue
+        answers, seconds, generated = {}, {}, {}
+        before = _counts(lms["on"])
+        for name in NAMES if number % 2 == 0 else NAMES[::-1]:
+            with dspy.context(lm=lms[name], adapter=default_adapter(), cache=False):
+                prediction = module(question=example.question)
+            answers[name] = prediction.long_answer
+            seconds[name] = round(prediction.trace["seconds"], 2)
+            generated[name] = prediction.trace["output_tokens"]
+        lazy = {key: value - before[key] for key, value in _counts(lms["on"]).items()}
+        rows.add({"model": model, "program": program, "dataset": dataset, "threads": threads, "id": example.id,
+                  "seconds": seconds, "generated": generated, "lazy": lazy, "same": answers["on"] == answers["off"],
+                  "load_avg": round(os.getloadavg()[0], 2), "cpu": cpu_name()})
+        print(f"{number + 1}/{limit} {example.id}: {seconds} same={answers['on'] == answers['off']}", file=sys.stderr)
+
+
+def _counts(lm: Any) -> dict[str, int]:
+    """The lazy engine's counts so far (0 before its model loads)."""
+    grammar = lm.engine.grammar_
+    return {"tokens": grammar.counts.tokens if grammar else 0, "refused": grammar.counts.refused if grammar else 0}
+
+
+def report(path: Path) -> str:
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for row in rows:
+        key = (row["model"], row["program"], row["dataset"], row["threads"], row["code"]["commit"])
+        groups.setdefault(key, []).append(row)
+    lines = ["| model | program | dataset | threads | n | s/q off | s/q on | on/off [95% CI] | same answers "
+             "| reply tokens (lazy) | refused by the grammar | load avg | code |",
+             "| --- | --- | --- | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | --- |"]
+    for (model, program, dataset, threads, commit), group in sorted(groups.items()):
+        off, on = [r["seconds"]["off"] for r in group], [r["seconds"]["on"] for r in group]
+        tokens, refused = sum(r["lazy"]["tokens"] for r in group), sum(r["lazy"]["refused"] for r in group)
+        lines.append(
+            f"| {model} | {program} | {dataset} | {threads} | {len(group)} | {statistics.mean(off):.1f} "
+            f"| {statistics.mean(on):.1f} | {ratio_interval(off, on)} | {sum(r['same'] for r in group)}/{len(group)} "
+            f"| {tokens} | {refused} ({refused / max(tokens, 1):.0%}) "
+            f"| {statistics.mean(r['load_avg'] for r in group):.2f} | `{commit}` |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="qwen2.5-1.5b")
+    parser.add_argument("--program", default="diva")
+    parser.add_argument("--dataset", default="asqa")
+    parser.add_argument("--limit", type=int, default=10)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=Path("bench/results/lazy-grammar.jsonl"))
+    parser.add_argument("--report", type=Path, help="print the table of a results file and exit")
+    parser.add_argument("--results", type=Path, help="with --report: also write the table into this file's section")
+    args = parser.parse_args()
+    if args.report:
+        SCRIPT.section(args.results, report(args.report))
+        return
+    run(args.model, args.program, args.dataset, args.limit, args.threads, Rows(args.out, key=KEY))
+
+
+if __name__ == "__main__":
+    main()

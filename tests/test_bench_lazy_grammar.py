@@ -1,0 +1,25 @@
+"""The lazy-grammar A/B's table: ratio of seconds with its paired interval, answers agreeing, refusals."""
+
+from __future__ import annotations
+
+import json
+
+from bench.cost.lazy_grammar import report
+
+
+def _row(off: float, on: float, same: bool, tokens: int, refused: int, commit: str = "abc") -> dict:
+    return {"model": "m", "program": "diva", "dataset": "asqa", "threads": 2, "id": "q",
+            "seconds": {"off": off, "on": on}, "generated": {"off": tokens, "on": tokens},
+            "lazy": {"tokens": tokens, "refused": refused}, "same": same, "load_avg": 1.0,
+            "code": {"commit": commit}}
+
+
+def test_report_gives_a_line_per_setting_with_ratio_agreement_and_refusals(tmp_path):
+    path = tmp_path / "rows.jsonl"
+    rows = [_row(10, 6, True, 100, 5), _row(20, 14, False, 300, 15), _row(9, 9, True, 50, 0, commit="def")]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    lines = report(path).splitlines()
+    assert len(lines) == 4  # header, rule, one line per code commit
+    # abc: s/q off (10 + 20) / 2 = 15.0, on (6 + 14) / 2 = 10.0, ratio 20 / 30 = 0.67; 20 of 400 tokens refused = 5%
+    assert "| 2 | 15.0 | 10.0 | 0.67 [" in lines[2] and "| 1/2 | 400 | 20 (5%) | 1.00 | `abc` |" in lines[2]
+    assert "| 1 | 9.0 | 9.0 | 1.00 [1.00, 1.00] | 1/1 | 50 | 0 (0%) |" in lines[3]
