@@ -53,8 +53,9 @@ class Settings:
             (``openai/MODEL``) are sent to; empty means the provider's own. Its key is read from the environment
             (``disambig.lm.endpoint``), never held here.
         parallel_calls: independent LM calls inside a program (VerDICt's feedback calls, DIVA's verifications...) run
-            at once; 0 decides from the LM: 1 for the in-process engine (always 1 there: it answers one call at a
-            time), 8 for a remote LM (``disambig.lm.parallel``).
+            at once; 0 decides from the LM: 1 for the in-process engine, 8 for a remote LM (``disambig.lm.parallel``).
+            Above 1 on the in-process engine, up to 8 such calls are decoded together, one forward pass a step for
+            all (``disambig.lm.batch_decode``).
         lm_timeout: seconds a remote LM request may take before it fails (and is retried).
         lm_retries: times a remote LM request that timed out, was refused (connection, HTTP 429) or failed on the
             server (HTTP 5xx) is sent again, after 1, 2, 4... s (or the server's ``Retry-After``).

@@ -33,49 +33,29 @@ class GrammarCounts:
     refused: int = 0
 
 
-class LazyGrammar:
-    """Replaces ``llama.sample`` for greedy grammar-constrained calls made inside ``active()``.
+class GreedyPick:
+    """The greedy choice of one reply's tokens under its grammar, asking the grammar about the best token first.
 
     Args:
-        llama: the loaded ``llama_cpp.Llama``; its ``sample`` is wrapped for its lifetime.
+        llama: the loaded ``llama_cpp.Llama`` (its vocabulary compiles the grammar).
+        grammar: the reply's ``llama_cpp.LlamaGrammar``.
+        counts: where the tokens chosen and the refusals are counted.
     """
 
-    def __init__(self, llama: Any) -> None:
-        self.llama = llama
-        self.counts = GrammarCounts()
-        self._library_sample = llama.sample
-        self._active = False
-        self._source: Any = None  # the LlamaGrammar of the current call
-        self._sampler: Any = None  # llama.cpp's grammar sampler built from it, advanced by each chosen token
+    def __init__(self, llama: Any, grammar: Any, counts: GrammarCounts) -> None:
+        self.counts = counts
+        self._sampler = _grammar_sampler(llama, grammar)
         self._rows: np.ndarray | None = None  # a reusable candidate array over the whole vocabulary
-        llama.sample = self._sample
 
-    @contextmanager
-    def active(self) -> Iterator[None]:
-        """Sample lazily during this block (one call); the grammar state is dropped at its end."""
-        self._active = True
-        try:
-            yield
-        finally:
-            self._active = False
-            self._free()
-
-    def _sample(self, *args: Any, **kwargs: Any) -> int:
-        grammar = kwargs.get("grammar")
-        if args or not self._active or grammar is None or not _plain_greedy(kwargs):
-            return self._library_sample(*args, **kwargs)
-        if grammar is not self._source:
-            self._free()
-            self._source, self._sampler = grammar, _grammar_sampler(self.llama, grammar)
-        idx = kwargs.get("idx")
-        token = self._choose(_logits(self.llama, -1 if idx is None else idx - self.llama.n_tokens))
+    def __call__(self, logits: np.ndarray) -> int:
+        """The first token of highest logit that the grammar allows; the grammar then moves past it."""
         import llama_cpp
 
+        token = self._choose(logits)
         llama_cpp.llama_sampler_accept(self._sampler, token)
         return token
 
     def _choose(self, logits: np.ndarray) -> int:
-        """The first token of highest logit that the grammar allows."""
         best = int(np.argmax(logits))
         self.counts.tokens += 1
         if self._allows(best, float(logits[best])):
@@ -97,27 +77,69 @@ class LazyGrammar:
         self._rows["logit"], self._rows["p"] = logits, 0.0
         return self._rows
 
-    def _free(self) -> None:
+    def close(self) -> None:
         if self._sampler is not None:
             import llama_cpp
 
             llama_cpp.llama_sampler_free(self._sampler)
-        self._source = self._sampler = None
+            self._sampler = None
 
 
-def _plain_greedy(kwargs: dict[str, Any]) -> bool:
+class LazyGrammar:
+    """Replaces ``llama.sample`` for greedy grammar-constrained calls made inside ``active()``.
+
+    Args:
+        llama: the loaded ``llama_cpp.Llama``; its ``sample`` is wrapped for its lifetime.
+    """
+
+    def __init__(self, llama: Any) -> None:
+        self.llama = llama
+        self.counts = GrammarCounts()
+        self._library_sample = llama.sample
+        self._active = False
+        self._source: Any = None  # the LlamaGrammar of the current call
+        self._pick: GreedyPick | None = None
+        llama.sample = self._sample
+
+    @contextmanager
+    def active(self) -> Iterator[None]:
+        """Sample lazily during this block (one call); the grammar state is dropped at its end."""
+        self._active = True
+        try:
+            yield
+        finally:
+            self._active = False
+            self._free()
+
+    def _sample(self, *args: Any, **kwargs: Any) -> int:
+        grammar = kwargs.get("grammar")
+        if args or not self._active or grammar is None or not plain_greedy(kwargs):
+            return self._library_sample(*args, **kwargs)
+        if self._pick is None or grammar is not self._source:
+            self._free()
+            self._source, self._pick = grammar, GreedyPick(self.llama, grammar, self.counts)
+        idx = kwargs.get("idx")
+        return self._pick(logits_at(self.llama._ctx.ctx, self.llama.n_vocab(),
+                                    -1 if idx is None else idx - self.llama.n_tokens))
+
+    def _free(self) -> None:
+        if self._pick is not None:
+            self._pick.close()
+        self._source = self._pick = None
+
+
+def plain_greedy(kwargs: dict[str, Any]) -> bool:
     """Whether the library's chain for these arguments is the grammar and a greedy pick, nothing that moves logits."""
     return (kwargs.get("temp") == 0.0 and kwargs.get("logits_processor") is None
             and kwargs.get("repeat_penalty", 1.0) == 1.0 and kwargs.get("frequency_penalty", 0.0) == 0.0
             and kwargs.get("presence_penalty", 0.0) == 0.0)
 
 
-def _logits(llama: Any, index: int) -> np.ndarray:
-    """The logits llama.cpp holds for batch position ``index`` (negative: from the end), as a float32 view."""
+def logits_at(ctx: Any, n_vocab: int, index: int) -> np.ndarray:
+    """The logits a llama.cpp context holds for batch position ``index`` (negative: from the end), as a view."""
     import llama_cpp
 
-    pointer = llama_cpp.llama_get_logits_ith(llama._ctx.ctx, index)
-    return np.ctypeslib.as_array(pointer, shape=(llama.n_vocab(),))
+    return np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(ctx, index), shape=(n_vocab,))
 
 
 def _apply(sampler: Any, rows: np.ndarray) -> None:

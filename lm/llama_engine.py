@@ -68,6 +68,8 @@ class LlamaEngine:
         repeat_penalty: llama.cpp's repetition penalty (1.0: off).
         prompt_lookup: draft up to this many reply tokens a step from the prompt (``disambig.lm.prompt_lookup``;
             0: off). Calls that record log-probabilities are decoded without drafts.
+        batch_calls: decode independent calls made at once (``disambig.lm.parallel.ordered_map`` on several
+            threads) together, one forward pass a step for all (``disambig.lm.batch_decode``); off, they queue.
         lazy_grammar: under greedy decoding, ask the response grammar about the best token only, and about every
             token only when it refuses that one (``disambig.lm.lazy_grammar``; the same replies, faster).
 
@@ -82,7 +84,8 @@ class LlamaEngine:
 
     def __init__(self, model_path: str, threads: int = 2, ctx: int = 8192, sha256: str | None = None,
                  prompt_cache_mb: int = DEFAULT_PROMPT_CACHE_MB, repetition_guard: str = DEFAULT_GUARD,
-                 repeat_penalty: float = 1.0, prompt_lookup: int = 0, lazy_grammar: bool = True) -> None:
+                 repeat_penalty: float = 1.0, prompt_lookup: int = 0, lazy_grammar: bool = True,
+                 batch_calls: bool = False) -> None:
         self.model_path = model_path
         self.threads = threads
         self.ctx = ctx
@@ -92,17 +95,19 @@ class LlamaEngine:
         self.repeat_penalty = repeat_penalty
         self.prompt_lookup = prompt_lookup
         self.lazy_grammar = lazy_grammar
+        self.batch_calls = batch_calls
         self.verified_sha256_: str | None = None
         self._llama: Any = None
         self.lookup_: Any = None  # the PromptLookup of the loaded model, when prompt_lookup is on
         self.grammar_: Any = None  # the LazyGrammar of the loaded model, when lazy_grammar is on
+        self.batcher_: Any = None  # the CallBatcher of the loaded model, when batch_calls is on
         self._lock = threading.Lock()
 
     def dump_state(self) -> dict[str, Any]:
         return {"model_path": self.model_path, "threads": self.threads, "ctx": self.ctx, "sha256": self.sha256,
                 "prompt_cache_mb": self.prompt_cache_mb, "repetition_guard": self.repetition_guard,
                 "repeat_penalty": self.repeat_penalty, "prompt_lookup": self.prompt_lookup,
-                "lazy_grammar": self.lazy_grammar}
+                "lazy_grammar": self.lazy_grammar, "batch_calls": self.batch_calls}
 
     @classmethod
     def load_state(cls, state: dict[str, Any]) -> LlamaEngine:
@@ -127,6 +132,12 @@ class LlamaEngine:
                 from disambig.lm.lazy_grammar import LazyGrammar
 
                 self.grammar_ = LazyGrammar(self._llama)
+            if self.batch_calls:
+                from disambig.lm.batch_decode import BatchDecoder
+                from disambig.lm.call_batcher import CallBatcher
+
+                self.batcher_ = CallBatcher(BatchDecoder(self._llama, self.ctx, self.threads), self._lock)
+                self.batcher_.hook(self._llama)
         return self._llama
 
     def model_file(self) -> ModelFile:
@@ -143,6 +154,12 @@ class LlamaEngine:
             kwargs["repeat_penalty"] = self.repeat_penalty
         rule = LoopRule.parse(self.repetition_guard)
         messages = chat_messages(request)
+        if self.batch_calls and request.config.logprobs is None and kwargs.get("temperature") == 0.0 \
+                and "repeat_penalty" not in kwargs:
+            from disambig.lm.call_batcher import IN_GROUP
+
+            if IN_GROUP.get():
+                return self._complete_in_group(request, kwargs, rule, messages)
         with self._lock:
             llama = self.llama
             guard = None if rule is None else RepetitionGuard(llama, rule)
@@ -162,15 +179,28 @@ class LlamaEngine:
             if lookup is not None:  # llama.cpp counts a draft batch (several tokens at once) as prefill
                 prefilled -= lookup.batch_tokens
                 lookup.finished(int((raw.get("usage") or {}).get("completion_tokens") or 0))
-            looped = rule if guard is not None and guard.fired_ else None
-            response = to_response(raw, model=request.model, prefilled=prefilled, looped=looped)
-            if looped is not None or response.finish_reason == "length":
-                record_cut("repetition" if looped is not None else "length")
+            response = _finished(raw, request.model, prefilled, guard)
             if recorder is not None:
                 from disambig.lm.token_logprobs import with_logprobs
 
                 return with_logprobs(response, recorder)
         return response
+
+    def _complete_in_group(self, request: Any, kwargs: dict[str, Any], rule: LoopRule | None,
+                           messages: list[dict[str, str]]) -> Any:
+        """One of several independent calls made at once: formatted in this thread, decoded in a batch with the
+        others (``disambig.lm.call_batcher``)."""
+        from disambig.lm.call_batcher import CALL, GroupCall
+
+        with self._lock:
+            llama = self.llama
+        call = GroupCall(guard=None if rule is None else RepetitionGuard(llama, rule))
+        token = CALL.set(call)
+        try:
+            raw = self._chat(llama, messages, kwargs, None)
+        finally:
+            CALL.reset(token)
+        return _finished(raw, request.model, call.job.prefilled if call.job is not None else None, call.guard)
 
     def _chat(self, llama: Any, messages: list[dict[str, str]], kwargs: dict[str, Any],
               guard: RepetitionGuard | None) -> dict[str, Any]:
@@ -191,10 +221,22 @@ class LlamaEngine:
 
     def close(self) -> None:
         with self._lock:
+            if self.batcher_ is not None:
+                self.batcher_.decoder.close()
+                self.batcher_ = None
             if self._llama is not None:
                 self._llama.close()
                 self._llama = None
                 self.lookup_ = self.grammar_ = None
+
+
+def _finished(raw: dict[str, Any], model: str, prefilled: int | None, guard: RepetitionGuard | None) -> Any:
+    """The canonical response of a finished completion; a reply cut by the guard or the cap is counted."""
+    looped = guard.rule if guard is not None and guard.fired_ else None
+    response = to_response(raw, model=model, prefilled=prefilled, looped=looped)
+    if looped is not None or response.finish_reason == "length":
+        record_cut("repetition" if looped is not None else "length")
+    return response
 
 
 def _too_long(exc: ValueError, llama: Any, model_path: str) -> ContextWindowError | None:

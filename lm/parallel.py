@@ -8,8 +8,10 @@ the caller's trace in input order (``disambig.lm.usage.isolated``), so traces do
 Each worker runs in a copy of the caller's context, so ``dspy.context`` settings (the LM, the adapter, the passage
 framing) reach it, as in ``dspy.Parallel``.
 
-How many at once: the in-process engine answers one call at a time and its prompt cache depends on the order of
-calls, so it always gets 1. Otherwise a program's own argument (VerDICt's ``parallel``), else a
+How many at once: the in-process engine gets 1 (its calls queue, and its prompt cache depends on their order) unless
+it batches calls (``LlamaEngine(batch_calls=True)``, the run's ``--parallel-calls`` above 1): then the calls run on
+as many threads, marked as one group (``disambig.lm.call_batcher.IN_GROUP``), and the engine decodes them together,
+up to ``MAX_SEQUENCES`` at once. Otherwise a program's own argument (VerDICt's ``parallel``), else a
 ``dspy.context(disambig_parallel_calls=N)``, else the run's setting (``--parallel-calls``,
 ``DISAMBIG_PARALLEL_CALLS``), else ``REMOTE_CALLS`` for an LM that calls a provider over HTTP and 1 for any other
 engine (a test's scripted engine, a custom factory's), whose thread safety is unknown.
@@ -26,6 +28,7 @@ from typing import Any, TypeVar
 
 import dspy
 
+from disambig.lm.batch_decode import MAX_SEQUENCES
 from disambig.lm.usage import Ledger, isolated, merge
 
 PARALLEL_SETTING = "disambig_parallel_calls"
@@ -62,7 +65,7 @@ def ordered_map(fn: Callable[[Item], Result], items: Iterable[Item], workers: in
                 break
     else:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="disambig-call") as pool:
-            futures = [pool.submit(contextvars.copy_context().run, _run, fn, item) for item in items]
+            futures = [pool.submit(contextvars.copy_context().run, _run_in_group, fn, item) for item in items]
             outcomes = []
             for future in futures:
                 outcomes.append(future.result())
@@ -87,14 +90,24 @@ def _run(fn: Callable[[Any], Any], item: Any) -> _Outcome:
             return _Outcome(ledger, error=exc)
 
 
+def _run_in_group(fn: Callable[[Any], Any], item: Any) -> _Outcome:
+    from disambig.lm.call_batcher import IN_GROUP
+
+    IN_GROUP.set(True)  # this worker's own context copy
+    return _run(fn, item)
+
+
 def call_workers(requested: int | None = None) -> int:
     """How many independent calls run at once under the current LM (see the module docstring for the order)."""
-    if serialised(dspy.settings.lm):
+    lm = dspy.settings.lm
+    if serialised(lm) and not lm.engine.batch_calls:
         return 1
     for value in (requested, dspy.settings.get(PARALLEL_SETTING), configured_calls()):
         if value:
-            return check_calls(value)
-    return REMOTE_CALLS if over_http(dspy.settings.lm) else 1
+            return min(check_calls(value), MAX_SEQUENCES) if serialised(lm) else check_calls(value)
+    if serialised(lm):
+        return MAX_SEQUENCES
+    return REMOTE_CALLS if over_http(lm) else 1
 
 
 def question_workers(lm: Any, threads: int) -> int:

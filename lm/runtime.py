@@ -42,7 +42,8 @@ def build_lm(settings: Settings, spec: str | None = None, **kwargs: Any) -> Any:
     lm = make_lm(spec, threads=settings.threads, ctx=settings.ctx, cache_dir=settings.cache_dir,
                  cache=settings.lm_cache, prompt_cache_mb=settings.prompt_cache_mb,
                  repetition_guard=settings.repetition_guard, repeat_penalty=settings.repeat_penalty,
-                 prompt_lookup=settings.prompt_lookup, **{**remote, **decoding_kwargs(settings.decoding), **kwargs})
+                 prompt_lookup=settings.prompt_lookup, batch_calls=local and settings.parallel_calls > 1,
+                 **{**remote, **decoding_kwargs(settings.decoding), **kwargs})
     return watch_decode_speed(lm)  # an embedded model warns once when it decodes far below its expected speed
 
 

@@ -106,6 +106,7 @@ def make_lm(
     repetition_guard: str = DEFAULT_GUARD,
     repeat_penalty: float = 1.0,
     prompt_lookup: int = 0,
+    batch_calls: bool = False,
     **kwargs: Any,
 ) -> dspy.LM:
     """Build a ``dspy.LM`` from a spec. Configure it with ``dspy.configure(lm=...)``, never on predictors.
@@ -127,6 +128,8 @@ def make_lm(
         repeat_penalty: llama.cpp's repetition penalty of the in-process model (1.0: off). Ignored for LiteLLM models.
         prompt_lookup: reply tokens the in-process model drafts a step from its prompt (0: off;
             ``disambig.lm.prompt_lookup``). Ignored for LiteLLM models.
+        batch_calls: the in-process model decodes a program's independent calls together
+            (``disambig.lm.batch_decode``). Ignored for LiteLLM models.
         **kwargs: passed to ``dspy.LM`` (for example ``seed`` or ``stop``).
 
     Raises:
@@ -146,7 +149,8 @@ def make_lm(
         path, sha256 = local_file(parsed, cache_dir)
         extra = {} if prompt_cache_mb is None else {"prompt_cache_mb": prompt_cache_mb}
         engine = LlamaEngine(str(path), threads=threads, ctx=ctx, sha256=sha256, repetition_guard=repetition_guard,
-                             repeat_penalty=repeat_penalty, prompt_lookup=prompt_lookup, **extra)
+                             repeat_penalty=repeat_penalty, prompt_lookup=prompt_lookup, batch_calls=batch_calls,
+                             **extra)
         return dspy.LM(
             f"local/{path.stem}",
             engine=engine,

@@ -14,6 +14,7 @@ import pytest
 from program_fakes import FakeEmbedder, FakeRetriever, ScriptedEngine
 
 from disambig.lm.adapter import CompactJSONAdapter
+from disambig.lm.batch_decode import MAX_SEQUENCES
 from disambig.lm.parallel import PARALLEL_CALLS_ENV, PARALLEL_SETTING, call_workers, ordered_map
 from disambig.lm.usage import measured
 from disambig.programs import build_program
@@ -143,6 +144,11 @@ def test_how_many_calls_at_once(monkeypatch):
     with dspy.context(lm=embedded, **{PARALLEL_SETTING: 5}):
         assert call_workers(3) == 1  # the in-process engine runs one call at a time, whatever is asked
     monkeypatch.delenv(PARALLEL_CALLS_ENV)
+    batching = dspy.LM("local/model", engine=LlamaEngine("/nonexistent/model.gguf", batch_calls=True), cache=False)
+    with dspy.context(lm=batching):
+        assert call_workers() == MAX_SEQUENCES and call_workers(3) == 3 and call_workers(50) == MAX_SEQUENCES
+        with dspy.context(**{PARALLEL_SETTING: 5}):
+            assert call_workers() == 5  # decoded together, up to MAX_SEQUENCES at once
     with dspy.context(lm=scripted):
         assert call_workers() == 1  # an engine of unknown thread safety is serial unless told
     monkeypatch.setenv(PARALLEL_CALLS_ENV, "many")
