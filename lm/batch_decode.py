@@ -10,7 +10,7 @@ at an end-of-generation token, a stop string, its token cap, or its repetition g
 
 The replies are greedy replies, but not always the one-at-a-time replies token for token: llama.cpp sums a batch
 in another order than a single token, so where two tokens are nearly tied the other may win
-(``bench/cost/batched_calls.py`` measures how often answers change).
+(``python -m bench.cost.engine_ab --change batch-calls`` measures how often answers change).
 """
 
 from __future__ import annotations

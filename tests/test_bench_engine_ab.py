@@ -1,16 +1,16 @@
-"""The lazy-grammar A/B's table: ratio of seconds with its paired interval, answers agreeing, refusals."""
+"""The engine A/B's table: ratio of seconds with its paired interval, answers agreeing, refusals, batches."""
 
 from __future__ import annotations
 
 import json
 
-from bench.cost.lazy_grammar import report
+from bench.cost.engine_ab import report
 
 
 def _row(off: float, on: float, same: bool, tokens: int, refused: int, commit: str = "abc") -> dict:
-    return {"model": "m", "program": "diva", "dataset": "asqa", "threads": 2, "id": "q",
+    return {"change": "lazy-grammar", "model": "m", "program": "diva", "dataset": "asqa", "threads": 2, "id": "q",
             "seconds": {"off": off, "on": on}, "generated": {"off": tokens, "on": tokens},
-            "lazy": {"tokens": tokens, "refused": refused}, "same": same, "load_avg": 1.0,
+            "counts": {"tokens": tokens, "refused": refused}, "same": same, "load_avg": 1.0,
             "code": {"commit": commit}}
 
 
@@ -21,5 +21,13 @@ def test_report_gives_a_line_per_setting_with_ratio_agreement_and_refusals(tmp_p
     lines = report(path).splitlines()
     assert len(lines) == 4  # header, rule, one line per code commit
     # abc: s/q off (10 + 20) / 2 = 15.0, on (6 + 14) / 2 = 10.0, ratio 20 / 30 = 0.67; 20 of 400 tokens refused = 5%
-    assert "| 2 | 15.0 | 10.0 | 0.67 [" in lines[2] and "| 1/2 | 400 | 20 (5%) | 1.00 | `abc` |" in lines[2]
+    assert "| 2 | 15.0 | 10.0 | 0.67 [" in lines[2] and "| 1/2 | 400 | 20 (5%) | – | 1.00 | `abc` |" in lines[2]
     assert "| 1 | 9.0 | 9.0 | 1.00 [1.00, 1.00] | 1/1 | 50 | 0 (0%) |" in lines[3]
+
+
+def test_report_counts_the_calls_decoded_in_batches(tmp_path):
+    path = tmp_path / "rows.jsonl"
+    row = _row(10, 5, True, 100, 0) | {"change": "batch-calls"}
+    row["counts"] |= {"batches": 2, "batched_calls": 9}
+    path.write_text(json.dumps(row) + "\n")
+    assert "| batch-calls | m | diva |" in report(path) and "| 9 in 2 |" in report(path)
