@@ -6,11 +6,12 @@ STAMP := $(VENV)/.disambig-installed
 # llama.cpp built with runtime dispatch: one CPU backend per CPU family, the best for this CPU chosen at load
 # (zen4 on AMD EPYC: ~1.6x the portable build's prefill, docs/benchmarks.md). Not the native build, which
 # crashed on prompt prefill on AMX CPUs; DISAMBIG_LLAMA_CPU_VARIANT=haswell picks a safer backend at run time.
-# Only the families in use are built (of llama.cpp's 14): zen4 (AMD EPYC), sapphirerapids (Intel with AMX), haswell
-# (AVX2) and the portable x64; no multimodal library (LLAVA_BUILD, unused). tools/llama_cpp_wheel.py builds that
+# Only this CPU's family is built (of llama.cpp's 14), with the portable x64 beside it: `auto` picks zen4 (AVX-512
+# with BF16: AMD EPYC, Intel Xeon with AMX) or haswell (AVX2); LLAMA_CPU_VARIANTS="x64 haswell zen4
+# sapphirerapids" builds a wheel for several machines. No multimodal library (LLAVA_BUILD, unused). tools/llama_cpp_wheel.py builds that
 # wheel once per machine into LLAMA_WHEELS, keyed by the pinned version, the variants and CMAKE_ARGS (docs/models.md).
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DLLAVA_BUILD=OFF
-LLAMA_CPU_VARIANTS ?= x64 haswell zen4 sapphirerapids
+LLAMA_CPU_VARIANTS ?= auto
 LLAMA_WHEELS ?= $(HOME)/.cache/disambig/wheels
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false

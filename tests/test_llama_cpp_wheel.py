@@ -116,3 +116,26 @@ def test_check_refuses_an_install_with_other_backends(wheel_tool, monkeypatch):
     wheel_tool.check(["x64", "zen4", "haswell"])
     with pytest.raises(ValueError, match=r"has the CPU backends \['haswell', 'x64', 'zen4'\], not \['x64', 'zen4'\]"):
         wheel_tool.check(["x64", "zen4"])
+
+
+HASWELL = "sse4_2 avx f16c fma avx2 bmi2"
+ZEN4 = HASWELL + " avx512f avx512cd avx512vl avx512dq avx512bw avx512_bf16"
+
+
+@pytest.mark.parametrize(("flags", "expected"), [
+    (ZEN4 + " amx_tile", ["x64", "zen4"]),  # an AMX CPU gets zen4 too: the AMX variant crashed on one
+    (ZEN4.replace(" avx512_bf16", ""), ["x64", "haswell"]),  # AVX-512 without BF16 is not enough for zen4
+    (HASWELL, ["x64", "haswell"]),
+    ("sse4_2 avx", ["x64"]),
+])
+def test_auto_picks_x64_and_the_best_variant_the_cpu_runs(wheel_tool, flags, expected):
+    cpuinfo = f"processor\t: 0\nflags\t\t: fpu {flags}\n\nprocessor\t: 1\nflags\t\t: fpu {flags}\n"
+    assert wheel_tool.auto_variants(cpuinfo) == expected
+
+
+def test_named_variants_are_kept_and_auto_reads_the_cpu(wheel_tool, tmp_path):
+    assert wheel_tool.resolve_variants(["haswell", "x64"]) == ["haswell", "x64"]
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"flags\t\t: {HASWELL}\n")
+    assert wheel_tool.resolve_variants(["auto"], cpuinfo) == ["x64", "haswell"]
+    assert wheel_tool.resolve_variants(["auto"], tmp_path / "missing") == ["x64"]

@@ -2,6 +2,7 @@
 
     python tools/llama_cpp_wheel.py build --variants "x64 haswell zen4 sapphirerapids" --cache ~/.cache/disambig/wheels
     python tools/llama_cpp_wheel.py check --variants "x64 haswell zen4 sapphirerapids"
+    python tools/llama_cpp_wheel.py build --variants auto   # x64 and the best of zen4/haswell this CPU runs
 
 llama.cpp's ``GGML_CPU_ALL_VARIANTS`` compiles all 14 x86 CPU backends (about 25 minutes on 2 cores) and its CMake
 has no option for a subset. ``build`` downloads the llama-cpp-python sdist pinned in pyproject.toml, keeps only the
@@ -9,7 +10,9 @@ chosen ``ggml_add_cpu_backend_variant(...)`` lines of its ``ggml/src/CMakeLists.
 longer has them), builds the wheel with the ``CMAKE_ARGS`` of the environment, checks that the wheel holds exactly
 those backends, and keeps it in CACHE/<version>-<variants>-<hash of CMAKE_ARGS>/; it prints the wheel's path, at
 once when that folder already has it. ``check`` fails unless the installed llama-cpp-python has exactly the chosen
-backends (so a later ``pip install`` that replaced the build is caught). Standard library only: it runs before the
+backends (so a later ``pip install`` that replaced the build is caught). ``--variants auto`` names the portable
+``x64`` and the best of ``AUTO_VARIANTS`` whose instructions this CPU reports (``/proc/cpuinfo``): each variant
+compiled costs about a minute on 2 cores, and a machine loads only one. Standard library only: it runs before the
 project is installed.
 """
 
@@ -45,6 +48,34 @@ X86_BLOCK = re.compile(
 )
 VARIANT_LINE = re.compile(r"^\s*ggml_add_cpu_backend_variant\((\w+)\b.*\)\s*$", re.MULTILINE)
 BACKEND_FILE = re.compile(r"libggml-cpu-(\w+)\.so$")
+# The variants ``auto`` picks from, best first, with the CPU flags (as /proc/cpuinfo names them) of the instruction
+# sets llama.cpp compiles each with (its ggml_add_cpu_backend_variant lines). ``sapphirerapids`` (AMX) is left out:
+# it died of an illegal instruction on an AMX CPU, which loads zen4 instead (disambig.lm.llama_engine).
+AUTO_VARIANTS = (
+    ("zen4", {"sse4_2", "avx", "f16c", "fma", "avx2", "bmi2", "avx512f", "avx512cd", "avx512vl", "avx512dq", "avx512bw",
+              "avx512_bf16"}),
+    ("haswell", {"sse4_2", "avx", "f16c", "fma", "avx2", "bmi2"}),
+)
+
+
+def auto_variants(cpuinfo: str) -> list[str]:
+    """``x64`` and the best of ``AUTO_VARIANTS`` whose flags all appear in ``cpuinfo`` (/proc/cpuinfo's text)."""
+    flags: set[str] = set()
+    for line in cpuinfo.splitlines():
+        if line.startswith("flags"):
+            flags |= set(line.partition(":")[2].split())
+    best = next((name for name, needs in AUTO_VARIANTS if needs <= flags), None)
+    return ["x64"] + ([best] if best else [])
+
+
+def resolve_variants(named: Sequence[str], cpuinfo: Path = Path("/proc/cpuinfo")) -> list[str]:
+    """The variants named, or for ``auto`` those of this CPU (only ``x64`` where its flags cannot be read)."""
+    if list(named) != ["auto"]:
+        return list(named)
+    try:
+        return auto_variants(cpuinfo.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return ["x64"]
 
 
 def pinned_version(pyproject: str) -> str:
@@ -151,12 +182,13 @@ def check(variants: Sequence[str]) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("action", choices=["build", "check"])
-    parser.add_argument("--variants", required=True, help="x86 CPU variants, space-separated (e.g. 'x64 zen4')")
+    parser.add_argument("--variants", required=True,
+                        help="x86 CPU variants, space-separated (e.g. 'x64 zen4'), or auto (x64 and this CPU's best)")
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "disambig" / "wheels",
                         help="folder of built wheels (build only)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
-    variants = args.variants.split()
+    variants = resolve_variants(args.variants.split())
     try:
         if args.action == "build":
             print(build(variants, args.cache.expanduser()))
