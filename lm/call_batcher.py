@@ -59,10 +59,10 @@ class CallBatcher:
             call = CALL.get()
             if call is None or args or kwargs.get("stream") or kwargs.get("logprobs") is not None:
                 return library(*args, **kwargs)
-            stop = kwargs.get("stop") or []
-            job = Job(prompt=list(kwargs["prompt"]), grammar=kwargs.get("grammar"),
-                      max_tokens=kwargs.get("max_tokens") or 16, stop=[stop] if isinstance(stop, str) else list(stop),
-                      guard=call.guard)
+            stop, prompt, cap = kwargs.get("stop") or [], list(kwargs["prompt"]), kwargs.get("max_tokens")
+            job = Job(prompt=prompt, grammar=kwargs.get("grammar"),
+                      max_tokens=cap if cap and cap > 0 else self.decoder.ctx - len(prompt),  # as the library caps it
+                      stop=[stop] if isinstance(stop, str) else list(stop), guard=call.guard)
             call.job = job
             return self.submit(job).result(kwargs.get("model") or llama.model_path)
 
