@@ -40,11 +40,13 @@ class CallBatcher:
     Args:
         decoder: the model's ``BatchDecoder``.
         lock: the engine's lock (held while a batch decodes, so no other call uses the model meanwhile).
+        window_s: how long a batch waits for more calls after the last one arrived.
     """
 
-    def __init__(self, decoder: BatchDecoder, lock: threading.Lock) -> None:
+    def __init__(self, decoder: BatchDecoder, lock: threading.Lock, window_s: float = WINDOW_S) -> None:
         self.decoder = decoder
         self.lock = lock
+        self.window_s = window_s
         self.batches: list[int] = []  # calls per batch decoded, in order
         self._cv = threading.Condition()
         self._pending: list[Job] = []
@@ -92,9 +94,9 @@ class CallBatcher:
         with self._cv:
             while len(self._pending) < MAX_SEQUENCES:
                 quiet = time.monotonic() - self._last_arrival
-                if quiet >= WINDOW_S:
+                if quiet >= self.window_s:
                     break
-                self._cv.wait(WINDOW_S - quiet)
+                self._cv.wait(self.window_s - quiet)
             jobs, self._pending = self._pending[:MAX_SEQUENCES], self._pending[MAX_SEQUENCES:]
         if jobs:
             with self.lock:
