@@ -8,7 +8,10 @@ then every step decodes one token of each unfinished reply in one batch. Each re
 own grammar (``disambig.lm.lazy_grammar.GreedyPick``) and ends as llama-cpp-python's ``create_completion`` ends it:
 at an end-of-generation token, a stop string, its token cap, or its repetition guard.
 
-The replies are greedy replies, but not always the one-at-a-time replies token for token: llama.cpp sums a batch
+Unlike the library, a reply's stop strings and cap are checked at every token, also inside a character whose UTF-8
+bytes are not all decoded yet (the library waits for the character's last byte), and the chat format's own stopping
+criterion (its end token, which ends the reply anyway) is not called. The replies are greedy replies, but not always
+the one-at-a-time replies token for token: llama.cpp sums a batch
 in another order than a single token, so where two tokens are nearly tied the other may win
 (``python -m bench.cost.engine_ab --change batch-calls`` measures how often answers change).
 """
@@ -117,9 +120,10 @@ class BatchDecoder:
             self._decode([(0, position, token, False) for position, token in enumerate(jobs[0].prompt[:shared])])
             for seq in range(1, len(jobs)):
                 llama_cpp.llama_memory_seq_cp(llama_cpp.llama_get_memory(context), 0, seq, 0, shared)
-        picks = [GreedyPick(self.llama, job.grammar, self.counts) if job.grammar is not None else None
-                 for job in jobs]
+        picks: list[GreedyPick | None] = []
         try:
+            for job in jobs:
+                picks.append(GreedyPick(self.llama, job.grammar, self.counts) if job.grammar is not None else None)
             pending: dict[int, int] = {}  # sequence -> the token it samples next is fed at this position
             for seq, job in enumerate(jobs):
                 rest = job.prompt[shared:]

@@ -5,7 +5,9 @@
 in the caller's thread) down to ``Llama.create_completion``, which ``CallBatcher.hook`` diverts: the call becomes a
 ``Job`` and waits. The first waiting caller leads: once no call has arrived for ``WINDOW_S``, or ``MAX_SEQUENCES``
 wait, it decodes them together under the engine's lock and hands each caller its completion. Calls outside a group
-go through the library as before.
+go through the library as before. Calls of a group that cannot be batched (log-probability calls, such as DIVA's
+verifications; sampling at a temperature) go through the library one at a time, in the order their threads reach
+the model's lock.
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ class CallBatcher:
                 return library(*args, **kwargs)
             stop, prompt, cap = kwargs.get("stop") or [], list(kwargs["prompt"]), kwargs.get("max_tokens")
             job = Job(prompt=prompt, grammar=kwargs.get("grammar"),
-                      max_tokens=cap if cap and cap > 0 else self.decoder.ctx - len(prompt),  # as the library caps it
+                      max_tokens=_cap(cap, self.decoder.ctx, len(prompt)),
                       stop=[stop] if isinstance(stop, str) else list(stop), guard=call.guard)
             call.job = job
             return self.submit(job).result(kwargs.get("model") or llama.model_path)
@@ -98,7 +100,21 @@ class CallBatcher:
                     break
                 self._cv.wait(self.window_s - quiet)
             jobs, self._pending = self._pending[:MAX_SEQUENCES], self._pending[MAX_SEQUENCES:]
-        if jobs:
+        if not jobs:
+            return
+        try:
             with self.lock:
                 self.decoder.run(jobs)
-            self.batches.append(len(jobs))
+        finally:
+            for job in jobs:  # whatever stopped the decoder, no caller waits for ever
+                if not job.done:
+                    job.error = job.error or RuntimeError("the batch stopped before this call was decoded")
+                    job.done = True
+        self.batches.append(len(jobs))
+
+
+def _cap(max_tokens: int | None, ctx: int, prompt_tokens: int) -> int:
+    """The reply's token cap as ``Llama.create_completion`` sets it: none (or not positive) runs to the context's end,
+    and a cap is lowered so prompt and reply fit the context."""
+    room = ctx - prompt_tokens
+    return room if not max_tokens or max_tokens <= 0 else min(max_tokens, room)

@@ -53,13 +53,17 @@ def stopping_on(llama: Any, criterion: Any) -> Iterator[None]:
     stops when ``criterion`` says so, besides the chat format's own criteria. The caller must hold the engine's lock.
     An object without ``create_completion`` (a stand-in that answers chat completions itself) is left as it is.
     """
+    before = vars(llama).get("create_completion") if hasattr(llama, "__dict__") else None  # a hook of the instance
     if not add_stopping_criterion(llama, criterion):
         yield
         return
     try:
         yield
     finally:
-        del llama.create_completion  # the instance attribute: the class's method shows through again
+        if before is None:
+            del llama.create_completion  # the instance attribute: the class's method shows through again
+        else:
+            llama.create_completion = before  # the hook the instance had (the call batcher's, the server's)
 
 
 def add_stopping_criterion(llama: Any, criterion: Any) -> bool:

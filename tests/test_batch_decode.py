@@ -44,6 +44,8 @@ def _answers(lm, questions: list[str]) -> list[str]:
 @pytest.mark.slow
 def test_a_programs_independent_calls_are_decoded_as_one_batch(engines):
     _, batched = engines
+    with dspy.context(lm=batched, cache=False):
+        batched("Say hello.", max_tokens=3, temperature=0.0)  # a call outside a group first, its guard on and off
     with measured() as trace:
         answers = _answers(batched, QUESTIONS)
     batcher = batched.engine.batcher_

@@ -63,3 +63,25 @@ def test_a_failed_batch_raises_in_each_of_its_callers():
     for job in jobs:
         with pytest.raises(RuntimeError, match="llama_decode failed"):
             job.result("m")
+
+
+@pytest.mark.parametrize(("max_tokens", "expected"), [(256, 256), (None, 4096 - 100), (0, 3996), (5000, 3996)])
+def test_the_token_cap_is_set_as_the_library_sets_it(max_tokens, expected):
+    from disambig.lm.call_batcher import _cap
+
+    assert _cap(max_tokens, ctx=4096, prompt_tokens=100) == expected  # prompt and reply fit the context
+
+
+class StoppingDecoder(EchoDecoder):
+    """Stops as a KeyboardInterrupt would, before any job is marked done."""
+
+    def run(self, jobs: list[Job]) -> None:
+        raise KeyboardInterrupt
+
+
+def test_a_decoder_that_stops_leaves_no_caller_waiting():
+    batcher = CallBatcher(StoppingDecoder(), threading.Lock(), window_s=0.01)
+    job = Job(prompt=[1, 2])
+    with pytest.raises(KeyboardInterrupt):
+        batcher.submit(job)
+    assert job.done and "stopped before this call was decoded" in str(job.error)

@@ -142,3 +142,23 @@ def test_the_real_models_guarded_answer_is_the_post_hoc_cut_of_its_unguarded_one
     assert cut != stored  # it looped, and the guard stopped it
     assert cut == guarded(stored)
     assert trace.cut_by_repetition == 1
+
+
+class _Library:
+    """A stand-in for ``llama_cpp.Llama``: its class method answers, an instance attribute may hook it."""
+
+    def create_completion(self, stopping_criteria=None, **kwargs):
+        return ("library", len(stopping_criteria or []))
+
+
+def test_a_guarded_call_leaves_the_instances_own_hook_in_place():
+    from disambig.lm.guard import stopping_on
+
+    llama = _Library()
+    with stopping_on(llama, lambda ids, logits=None: False):
+        assert llama.create_completion() == ("library", 1)
+    assert "create_completion" not in vars(llama)  # no hook before: the class's method shows through again
+    llama.create_completion = lambda **kwargs: ("hook", len(kwargs.get("stopping_criteria") or []))
+    with stopping_on(llama, lambda ids, logits=None: False):
+        assert llama.create_completion() == ("hook", 1)  # the guard wraps the hook
+    assert llama.create_completion() == ("hook", 0)  # and gives it back (the call batcher's, the server's)
