@@ -128,11 +128,11 @@ class LlamaEngine:
                 from disambig.lm.prompt_lookup import PromptLookup
 
                 self.lookup_ = PromptLookup(self._llama, self.prompt_lookup)
-            if self.lazy_grammar:
+            if self.lazy_grammar and hasattr(self._llama, "sample"):  # not a stand-in answering chats itself
                 from disambig.lm.lazy_grammar import LazyGrammar
 
                 self.grammar_ = LazyGrammar(self._llama)
-            if self.batch_calls:
+            if self.batch_calls and hasattr(self._llama, "create_completion"):
                 from disambig.lm.batch_decode import BatchDecoder
                 from disambig.lm.call_batcher import CallBatcher
 
