@@ -38,6 +38,7 @@ from disambig.signatures.judge import (
     MatchInterpretation,
     VerifySupport,
 )
+from disambig.signatures.route import QuestionHasReadings
 from disambig.signatures.verdict import AnswerReadings, ExecutionFeedback, RelaxQuery
 
 __all__ = [
@@ -70,6 +71,7 @@ __all__ = [
     "PlanFilterStep",
     "PseudoDocument",
     "PseudoInterpretations",
+    "QuestionHasReadings",
     "ReasonedAnswer",
     "ReflectiveFeedback",
     "RelaxQuery",
