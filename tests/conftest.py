@@ -1,4 +1,5 @@
-"""Shared fixtures: DSPy settings reset after every test; the embedded LM loaded once per session."""
+"""Shared fixtures: DSPy settings reset after every test; the embedded LM loaded once per session. Slow modules run
+first."""
 
 from __future__ import annotations
 
@@ -8,6 +9,18 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# One BLAS thread per test process (and the commands it starts): each pytest-xdist worker already has a core, and
+# OpenBLAS's own threads spin after every call whatever OMP_WAIT_POLICY says, taking the other worker's core. With two
+# threads the logistic fits of tests/test_route_cascade*.py took 3-9x the CPU. Read when OpenBLAS loads (with numpy,
+# after this file).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules holding a slow test first, each kept whole and in order: pytest-xdist's worksteal then starts the
+    minute-long tests early and ends on short ones, instead of one worker running a long test while the other idles."""
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow)  # a stable sort: the order within each group is kept
 
 
 @pytest.fixture(autouse=True)

@@ -23,6 +23,8 @@ from batch_fakes import FACTORY
 from disambig.optimizers.artifact import save_artifact
 from disambig.programs import build_program
 
+pytestmark = pytest.mark.slow  # whole commands in subprocesses, each run three or four times
+
 CLI = Path(__file__).with_name("cli_scripted.py")
 DELAY_S = 0.3
 N_ROWS = 16  # 4 rows before the kill leave the others ~2 s: a kill the machine's load delays still comes first

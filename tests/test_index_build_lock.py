@@ -62,6 +62,7 @@ def wait_for(condition, seconds: float = 60.0) -> None:
         time.sleep(0.1)
 
 
+@pytest.mark.slow
 def test_two_builds_of_one_index_wait_their_turn_and_it_is_built_once(corpus, cache, lock, tmp_path):
     first_build = hold(lock, tmp_path / "release")
     logs = [tmp_path / "a.log", tmp_path / "b.log"]
@@ -80,6 +81,7 @@ def test_two_builds_of_one_index_wait_their_turn_and_it_is_built_once(corpus, ca
     assert holder(lock) == ""  # released: no PID left in the lock file
 
 
+@pytest.mark.slow
 def test_a_lock_left_by_a_killed_build_is_taken_over(corpus, cache, lock, tmp_path):
     killed = hold(lock, tmp_path / "never")
     os.kill(killed.pid, signal.SIGKILL)

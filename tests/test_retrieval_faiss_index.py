@@ -50,9 +50,11 @@ def test_default_nprobe_is_64_cells_or_one_in_64(nlist, nprobe):
 def test_forced_ivf_pq_searches_round_trips_and_its_recall_is_measured(tmp_path):
     vectors, queries = clustered(3000), clustered(50, seed=1)
     shards = [vectors[:1000], vectors[1000:2200], vectors[2200:]]  # filled shard by shard
-    index = fi.fill_index("IVF16,PQ8", shards)
+    # "np": no polysemous training, which only renumbers the PQ centroids for Hamming filtering (off in search): the
+    # same codes and recall, 0.6 s of training instead of 17 s.
+    index = fi.fill_index("IVF16,PQ8np", shards)
     assert type(index).__name__ == "IndexIVFPQ" and index.ntotal == 3000
-    fi.configure(index, fi.default_search("IVF16,PQ8", index))
+    fi.configure(index, fi.default_search("IVF16,PQ8np", index))
     assert fi.faiss_ivf(index).nprobe == 16  # fewer cells than the floor of 64: all of them
 
     fi.configure(index, fi.SearchParams(nprobe=4))

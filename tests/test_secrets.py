@@ -18,6 +18,8 @@ import pytest
 from openai_fakes import MODEL, FakeOpenAI
 from test_serve_stop import _post
 
+pytestmark = pytest.mark.slow  # whole commands in subprocesses, and `serve`
+
 SENTINEL = "sk-SENTINEL-7f3a9c2e51d04b8b"
 CLI = ["-c", "from disambig.cli.app import main; main()"]
 ROOT = Path(__file__).resolve().parents[1]
