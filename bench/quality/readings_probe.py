@@ -1,6 +1,7 @@
 """Does the LM see a question's readings where the router's retrieval features do not? ROC AUC on AmbigNQ dev.
 
     python -m bench.quality.readings_probe --lm local:qwen2.5-1.5b --threads 1     # the LM calls (resumable)
+    python -m bench.quality.readings_probe --split train --limit 300 ...          # train rows: fit its direction
     python -m bench.quality.readings_probe --report --results docs/RESULTS.md      # the table, no LM call
 
 Label: an AmbigNQ question is ambiguous when it has a ``multipleQAs`` annotation. Each dev question gets one
@@ -8,7 +9,8 @@ Label: an AmbigNQ question is ambiguous when it has a ``multipleQAs`` annotation
 log-probabilities), one row each in ``--out`` as it is made. The report scores P(Yes) and, on the same questions, the
 router's detector (retrieval features, fitted on AmbigNQ train; no LM), on all questions and on those outside ASQA:
 the wiki slice holds ASQA's evidence and every ASQA question is ambiguous, so retrieval features score well there
-for a reason that is not ambiguity.
+for a reason that is not ambiguity. With probe rows of train questions (``--split train``) the report also fits, on
+those questions only, the probe alone (its direction), the detector, and the detector with the probe as a feature.
 """
 
 from __future__ import annotations
@@ -23,12 +25,12 @@ from bench.harness import Rows, Script, cpu_name, load1
 from bench.harness.docs import generated
 
 SCRIPT = Script.of(__file__)
-OUT = Path("bench/results/route15/readings-probe-ambignq-dev.jsonl")
+OUT = "bench/results/route15/readings-probe-ambignq-{split}.jsonl"
 RESAMPLES = 2000
 
 
-def run(lm: str, threads: int, limit: int | None, rows: Rows) -> None:
-    """One probe call per dev question not yet in ``rows``, each row appended as it is made."""
+def run(lm: str, split: str, threads: int, limit: int | None, rows: Rows) -> None:
+    """One probe call per question of ``split`` not yet in ``rows``, each row appended as it is made."""
     from disambig.data import load_dataset
     from disambig.lm.runtime import build_lm, configure_dspy
     from disambig.lm.usage import measured
@@ -40,7 +42,7 @@ def run(lm: str, threads: int, limit: int | None, rows: Rows) -> None:
     settings = load_settings(lm=lm, threads=threads)
     configure_dspy(build_lm(settings))
     probe, inside = ReadingsProbe(), asqa_questions()
-    todo = [ex for ex in load_dataset("ambignq", split="dev", limit=limit) if not rows.done(str(ex.id))]
+    todo = [ex for ex in load_dataset("ambignq", split=split, limit=limit) if not rows.done(str(ex.id))]
     for n, ex in enumerate(todo, 1):
         with measured() as trace:
             verdict = probe(question=ex.question)
@@ -52,14 +54,30 @@ def run(lm: str, threads: int, limit: int | None, rows: Rows) -> None:
         print(f"{n}/{len(todo)} p={verdict.probability:.3f} ambiguous={is_ambiguous(ex)}", flush=True)
 
 
-def report(rows: list[dict], out: Path) -> str:
-    """The table: each score's AUC with its bootstrap interval, all questions and outside ASQA."""
-    detector = detector_scores([row["id"] for row in rows])
+def report(rows: list[dict], train_rows: list[dict], out: Path, train_out: Path) -> str:
+    """The table: each score's AUC with its bootstrap interval, all questions and outside ASQA. With probe rows of
+    train questions, also the probe's direction and the detector with the probe as a feature, fitted on them."""
+    from disambig.optimizers.route_fit import fit_detector
+
+    ids = [row["id"] for row in rows]
     y = np.array([row["ambiguous"] for row in rows], dtype=bool)
     outside = np.array([not row["in_asqa"] for row in rows], dtype=bool)
-    scores = {"the LM's P(Yes) (`ReadingsProbe`)": np.array([row["p_yes"] for row in rows]),
-              "the router's detector (retrieval features)": detector,
-              "in ASQA as the score": (~outside).astype(float)}
+    p_yes = np.array([row["p_yes"] for row in rows])
+    features = detector_features("dev", ids)
+    scores = {"the LM's P(Yes) (`ReadingsProbe`)": p_yes,
+              "the router's detector (retrieval features, all 976 train questions)": fit_on("train", None, features)}
+    if train_rows:
+        n, train_ids = len(train_rows), [row["id"] for row in train_rows]
+        train_y = [row["ambiguous"] for row in train_rows]
+        train_p = np.array([[row["p_yes"]] for row in train_rows])
+        alone = fit_detector(train_p, train_y, ["p_yes"])
+        scores[f"P(Yes), direction fitted on {n} train questions"] = alone.model.predict_proba(p_yes[:, None])[:, 1]
+        scores[f"the detector fitted on the same {n} train questions"] = fit_on("train", train_ids, features)
+        both = fit_detector(np.hstack([detector_features("train", train_ids), train_p]), train_y,
+                            [*detector_names(), "p_yes"])
+        scores[f"the detector + P(Yes), fitted on the same {n}"] = both.model.predict_proba(
+            np.hstack([features, p_yes[:, None]]))[:, 1]
+    scores["in ASQA as the score"] = (~outside).astype(float)
     head = (f"| score | AUC, {len(y)} dev q ({int(y.sum())} ambiguous) | AUC outside ASQA, {int(outside.sum())} q "
             f"({int(y[outside].sum())} ambiguous) |")
     lines = [head, "|---|---|---|"]
@@ -69,13 +87,17 @@ def report(rows: list[dict], out: Path) -> str:
     seconds, load = np.median([r["seconds"] for r in rows]), np.median([r["load1"] for r in rows])
     said_yes = sum(row["verdict"] == "Yes" for row in rows)
     from_logprobs = sum(row["source"] == "logprobs" for row in rows)
-    commits = sorted({row["code"]["commit"] + ("-dirty" if row["code"].get("dirty") else "") for row in rows})
-    lms = sorted({row["lm"] for row in rows})
-    note = (f"LM {', '.join(lms)}; it said Yes to {said_yes} of {len(rows)}; P(Yes) from {from_logprobs} replies' "
-            f"log-probabilities; {seconds:.1f} s a question (median; {rows[0]['threads']} thread(s), "
+    commits = sorted({row["code"]["commit"] + ("-dirty" if row["code"].get("dirty") else "")
+                      for row in [*rows, *train_rows]})
+    lms = sorted({row["lm"] for row in [*rows, *train_rows]})
+    note = (f"LM {', '.join(lms)}; on dev it said Yes to {said_yes} of {len(rows)}; P(Yes) from {from_logprobs} "
+            f"replies' log-probabilities; {seconds:.1f} s a question (median; {rows[0]['threads']} thread(s), "
             f"{rows[0]['cpu']}, load {load:.1f}); 95% intervals: {RESAMPLES:,} bootstrap resamples of the questions; "
-            f"code {', '.join(f'`{c}`' for c in commits)}.")
-    return "\n".join([generated(SCRIPT.command(["--report", "--out", str(out)]), f"`{out}`"), "", *lines, "", note])
+            f"fits: logistic regression, C by 5-fold train cross-validation; code "
+            f"{', '.join(f'`{c}`' for c in commits)}.")
+    args = ["--report", "--out", str(out), *(["--train-out", str(train_out)] if train_rows else [])]
+    read = f"`{out}`" + (f" and `{train_out}`" if train_rows else "")
+    return "\n".join([generated(SCRIPT.command(args), read), "", *lines, "", note])
 
 
 def auc_cell(y: np.ndarray, score: np.ndarray) -> str:
@@ -92,25 +114,48 @@ def auc_cell(y: np.ndarray, score: np.ndarray) -> str:
     return f"{roc_auc_score(y, score):.3f} [{low:.3f}, {high:.3f}]"
 
 
-def detector_scores(ids: list[str]) -> np.ndarray:
-    """The router's detector (retrieval features, C by train cross-validation) fitted on AmbigNQ train: its P(ambiguous)
-    for the dev questions ``ids`` (no LM call; one BM25 and one dense search a question)."""
+def detector_names() -> list[str]:
+    """The names of the router's retrieval features (imported here: the import loads the router)."""
+    from disambig.programs.route.features import FEATURES
+
+    return list(FEATURES)
+
+
+def detector_features(split: str, ids: list[str] | None) -> np.ndarray:
+    """The router's retrieval features (no LM call; one BM25 and one dense search a question) of AmbigNQ ``split``'s
+    questions ``ids`` (None: all), in that order."""
     from disambig.data import load_dataset
     from disambig.optimizers.route_data import matrix, observe_all
+
+    examples = {str(ex.id): ex for ex in load_dataset("ambignq", split=split)}
+    chosen = list(examples) if ids is None else ids
+    return matrix(observe_all([examples[i].question for i in chosen], retriever()), detector_names())
+
+
+def fit_on(split: str, ids: list[str] | None, dev_features: np.ndarray) -> np.ndarray:
+    """The detector fitted on ``split``'s questions ``ids`` (None: all): its P(ambiguous) for ``dev_features``."""
+    from disambig.data import load_dataset
     from disambig.optimizers.route_fit import fit_detector
     from disambig.programs.adf.gate import is_ambiguous
-    from disambig.programs.route.features import FEATURES
-    from disambig.retrieval import build_retriever
-    from disambig.settings import load_settings
 
-    retriever = build_retriever("hybrid", corpus="wiki-slice", settings=load_settings())
-    train = load_dataset("ambignq", split="train")
-    dev = {str(ex.id): ex for ex in load_dataset("ambignq", split="dev")}
-    names = list(FEATURES)
-    fitted = fit_detector(matrix(observe_all([ex.question for ex in train], retriever), names),
-                          [is_ambiguous(ex) for ex in train], names)
-    observed = observe_all([dev[i].question for i in ids], retriever)
-    return fitted.model.predict_proba(matrix(observed, names))[:, 1]
+    examples = {str(ex.id): ex for ex in load_dataset("ambignq", split=split)}
+    chosen = list(examples) if ids is None else ids
+    fitted = fit_detector(detector_features(split, chosen), [is_ambiguous(examples[i]) for i in chosen],
+                          detector_names())
+    return fitted.model.predict_proba(dev_features)[:, 1]
+
+
+_RETRIEVER: list = []
+
+
+def retriever():
+    """The hybrid retriever over the wiki slice, built once."""
+    if not _RETRIEVER:
+        from disambig.retrieval import build_retriever
+        from disambig.settings import load_settings
+
+        _RETRIEVER.append(build_retriever("hybrid", corpus="wiki-slice", settings=load_settings()))
+    return _RETRIEVER[0]
 
 
 def asqa_questions() -> set[str]:
@@ -129,21 +174,26 @@ def normal(question: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lm", default="local:qwen2.5-1.5b")
+    parser.add_argument("--split", choices=["dev", "train"], default="dev",
+                        help="the questions to probe (train: for fitting the probe's direction and weight)")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--limit", type=int, default=None, help="first N dev questions (default: all 300)")
-    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--limit", type=int, default=None, help="first N questions of the split (default: all)")
+    parser.add_argument("--out", type=Path, default=None, help=f"rows (default {OUT.format(split='SPLIT')})")
+    parser.add_argument("--train-out", type=Path, default=Path(OUT.format(split="train")),
+                        help="with --report: the train split's rows, used when the file exists")
     parser.add_argument("--report", action="store_true", help="the table from --out's rows, no LM call")
     parser.add_argument("--results", type=Path, default=None, help="with --report: write the table into this file")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    rows = Rows(args.out)
+    out = args.out or Path(OUT.format(split="dev" if args.report else args.split))
     if not args.report:
-        run(args.lm, args.threads, args.limit, rows)
+        run(args.lm, args.split, args.threads, args.limit, Rows(out))
         return
-    stored = list(rows)
+    stored = list(Rows(out))
     if not stored:
-        raise SystemExit(f"no rows in {args.out}; run without --report first")
-    SCRIPT.section(args.results, report(stored, args.out), "ambignq")
+        raise SystemExit(f"no rows in {out}; run without --report first")
+    train_rows = list(Rows(args.train_out)) if args.train_out.is_file() else []
+    SCRIPT.section(args.results, report(stored, train_rows, out, args.train_out), "ambignq")
 
 
 if __name__ == "__main__":
