@@ -63,6 +63,32 @@ def test_keep_variants_refuses_what_it_cannot_find(wheel_tool, cmake, variants, 
         wheel_tool.keep_variants(cmake, variants)
 
 
+# llama-cpp-python 0.3.36's top CMakeLists.txt around the line that forces `common` on (the Emscripten branch forces
+# it off), cut short.
+TOP_CMAKE = """\
+if (LLAMA_BUILD)
+    # Enable building of the common library
+    set(LLAMA_BUILD_COMMON ON CACHE BOOL "Build llama.cpp common library" FORCE)
+    if (EMSCRIPTEN)
+        set(LLAMA_BUILD_COMMON OFF CACHE BOOL "Build llama.cpp common library" FORCE)
+    endif()
+    add_subdirectory(vendor/llama.cpp)
+endif()
+"""
+
+
+def test_without_common_turns_the_forced_common_library_off(wheel_tool):
+    patched = wheel_tool.without_common(TOP_CMAKE)
+    assert patched == TOP_CMAKE.replace('COMMON ON CACHE', 'COMMON OFF CACHE')
+    assert "LLAMA_BUILD_COMMON ON" not in patched and patched.count("LLAMA_BUILD_COMMON OFF") == 2
+
+
+@pytest.mark.parametrize("cmake", [TOP_CMAKE.replace("COMMON ON", "COMMON OFF"), TOP_CMAKE + TOP_CMAKE])
+def test_without_common_refuses_a_file_it_does_not_recognise(wheel_tool, cmake):
+    with pytest.raises(ValueError, match="forces LLAMA_BUILD_COMMON on [02] times"):
+        wheel_tool.without_common(cmake)
+
+
 def pyproject(*dependencies: str) -> str:
     return "[project]\ndependencies = [" + ", ".join(f'"{d}"' for d in dependencies) + "]\n"
 

@@ -7,9 +7,10 @@
 llama.cpp's ``GGML_CPU_ALL_VARIANTS`` compiles all 14 x86 CPU backends (about 25 minutes on 2 cores) and its CMake
 has no option for a subset. ``build`` downloads the llama-cpp-python sdist pinned in pyproject.toml, keeps only the
 chosen ``ggml_add_cpu_backend_variant(...)`` lines of its ``ggml/src/CMakeLists.txt`` (refusing a file that no
-longer has them), builds the wheel with the ``CMAKE_ARGS`` of the environment, checks that the wheel holds exactly
-those backends, and keeps it in CACHE/<version>-<variants>-<hash of CMAKE_ARGS>/; it prints the wheel's path, at
-once when that folder already has it. ``check`` fails unless the installed llama-cpp-python has exactly the chosen
+longer has them), turns off llama.cpp's ``common`` library, which the wheel does not hold (half the compile), builds
+the wheel with the ``CMAKE_ARGS`` of the environment, checks that the wheel holds exactly those backends, and keeps
+it in CACHE/<version>-<variants>-<hash of CMAKE_ARGS>/; it prints the wheel's path, at once when that folder already
+has it. ``check`` fails unless the installed llama-cpp-python has exactly the chosen
 backends (so a later ``pip install`` that replaced the build is caught). ``--variants auto`` names the portable
 ``x64`` and the best of ``AUTO_VARIANTS`` whose instructions this CPU reports (``/proc/cpuinfo``): each variant
 compiled costs about a minute on 2 cores, and a machine loads only one. Standard library only: it runs before the
@@ -48,6 +49,10 @@ X86_BLOCK = re.compile(
 )
 VARIANT_LINE = re.compile(r"^\s*ggml_add_cpu_backend_variant\((\w+)\b.*\)\s*$", re.MULTILINE)
 BACKEND_FILE = re.compile(r"libggml-cpu-(\w+)\.so$")
+# llama-cpp-python forces llama.cpp's `common` library on, though its wheel installs only libllama and the ggml
+# libraries: `common` (chat templates, argument parsing, an HTTP client: 52 C++ files) is compiled and then left out.
+TOP_CMAKE_FILE = "CMakeLists.txt"
+COMMON_ON = re.compile(r'^(\s*set\(LLAMA_BUILD_COMMON\s+)ON(\s+CACHE\s+BOOL\s+"[^"]*"\s+FORCE\))', re.MULTILINE)
 # The variants ``auto`` picks from, best first, with the CPU flags (as /proc/cpuinfo names them) of the instruction
 # sets llama.cpp compiles each with (its ggml_add_cpu_backend_variant lines). ``sapphirerapids`` (AMX) is left out:
 # it died of an illegal instruction on an AMX CPU, which loads zen4 instead (disambig.lm.llama_engine).
@@ -111,6 +116,16 @@ def keep_variants(cmake: str, variants: Sequence[str]) -> str:
     return cmake[: found.start(2)] + kept + cmake[found.end(2) :]
 
 
+def without_common(cmake: str) -> str:
+    """llama-cpp-python's top ``CMakeLists.txt`` with llama.cpp's ``common`` library off (nothing it installs uses
+    it). Raises ValueError when the line that forces it on is not there once."""
+    patched, count = COMMON_ON.subn(r"\1OFF\2", cmake)
+    if count != 1:
+        raise ValueError(f"{TOP_CMAKE_FILE} forces LLAMA_BUILD_COMMON on {count} times, not once; llama-cpp-python "
+                         f"changed how it builds llama.cpp, so tools/llama_cpp_wheel.py needs updating")
+    return patched
+
+
 def cache_key(version: str, variants: Iterable[str], cmake_args: str) -> str:
     """The wheel's folder name: same version, variants (in any order) and CMAKE_ARGS, same wheel."""
     args = hashlib.sha256(" ".join(cmake_args.split()).encode()).hexdigest()[:8]
@@ -153,7 +168,9 @@ def _build_into(work: Path, version: str, variants: Sequence[str], cmake_args: s
     (source,) = (work / "src").iterdir()
     cmake = source / CMAKE_FILE
     cmake.write_text(keep_variants(cmake.read_text(encoding="utf-8"), variants), encoding="utf-8")
-    logger.info("building %s %s with the CPU backends %s (once per machine; about 10 minutes on 2 busy cores)",
+    top = source / TOP_CMAKE_FILE
+    top.write_text(without_common(top.read_text(encoding="utf-8")), encoding="utf-8")
+    logger.info("building %s %s with the CPU backends %s (once per machine; about 6 CPU minutes)",
                 PROJECT, version, " ".join(variants))
     started = time.monotonic()
     subprocess.run([python, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(work / "out"),
