@@ -1,4 +1,4 @@
-"""The router's one LLM step: does a question, read alone, have more than one answer?"""
+"""A question read alone: does it have more than one answer? (measured for the router's detector, not used by it)"""
 
 from __future__ import annotations
 
@@ -12,6 +12,6 @@ class QuestionHasReadings(dspy.Signature):
     that have different answers (another person, event, year, edition, place or sense of a word)? Reply Yes if
     it can be read in more than one way, No if it has one answer."""
 
-    # Ours (not in the seeds): the 1.5B model's view of a question, read as P(Yes), for the router's detector.
+    # Ours (not in the seeds): the LM's view of a question, read as P(Yes); bench/quality/readings_probe.py scores it.
     question: str = dspy.InputField()
     verdict: Literal["Yes", "No"] = dspy.OutputField()

@@ -7,7 +7,7 @@
 llama.cpp's ``GGML_CPU_ALL_VARIANTS`` compiles all 14 x86 CPU backends (about 25 minutes on 2 cores) and its CMake
 has no option for a subset. ``build`` downloads the llama-cpp-python sdist pinned in pyproject.toml, keeps only the
 chosen ``ggml_add_cpu_backend_variant(...)`` lines of its ``ggml/src/CMakeLists.txt`` (refusing a file that no
-longer has them), turns off llama.cpp's ``common`` library, which the wheel does not hold (half the compile), builds
+longer has them), turns off llama.cpp's ``common`` library, which nothing loads (half the compile), builds
 the wheel with the ``CMAKE_ARGS`` of the environment, checks that the wheel holds exactly those backends, and keeps
 it in CACHE/<version>-<variants>-<hash of CMAKE_ARGS>/; it prints the wheel's path, at once when that folder already
 has it. ``check`` fails unless the installed llama-cpp-python has exactly the chosen
@@ -49,8 +49,9 @@ X86_BLOCK = re.compile(
 )
 VARIANT_LINE = re.compile(r"^\s*ggml_add_cpu_backend_variant\((\w+)\b.*\)\s*$", re.MULTILINE)
 BACKEND_FILE = re.compile(r"libggml-cpu-(\w+)\.so$")
-# llama-cpp-python forces llama.cpp's `common` library on, though its wheel installs only libllama and the ggml
-# libraries: `common` (chat templates, argument parsing, an HTTP client: 52 C++ files) is compiled and then left out.
+# llama-cpp-python forces llama.cpp's `common` library on, though its package loads only libllama and the ggml
+# libraries: `common` (chat templates, argument parsing, an HTTP client: 52 C++ files) was compiled and installed in
+# site-packages/lib, outside the package, where nothing loads it.
 TOP_CMAKE_FILE = "CMakeLists.txt"
 COMMON_ON = re.compile(r'^(\s*set\(LLAMA_BUILD_COMMON\s+)ON(\s+CACHE\s+BOOL\s+"[^"]*"\s+FORCE\))', re.MULTILINE)
 # The variants ``auto`` picks from, best first, with the CPU flags (as /proc/cpuinfo names them) of the instruction
@@ -117,8 +118,8 @@ def keep_variants(cmake: str, variants: Sequence[str]) -> str:
 
 
 def without_common(cmake: str) -> str:
-    """llama-cpp-python's top ``CMakeLists.txt`` with llama.cpp's ``common`` library off (nothing it installs uses
-    it). Raises ValueError when the line that forces it on is not there once."""
+    """llama-cpp-python's top ``CMakeLists.txt`` with llama.cpp's ``common`` library off (nothing the package loads
+    uses it). Raises ValueError when the line that forces it on is not there once."""
     patched, count = COMMON_ON.subn(r"\1OFF\2", cmake)
     if count != 1:
         raise ValueError(f"{TOP_CMAKE_FILE} forces LLAMA_BUILD_COMMON on {count} times, not once; llama-cpp-python "

@@ -55,39 +55,56 @@ def run(lm: str, split: str, threads: int, limit: int | None, rows: Rows) -> Non
 
 
 def report(rows: list[dict], train_rows: list[dict], out: Path, train_out: Path) -> str:
-    """The table: each score's AUC with its bootstrap interval, all questions and outside ASQA. With probe rows of
-    train questions, also the probe's direction and the detector with the probe as a feature, fitted on them."""
+    """The table: each score's AUC with its bootstrap interval, all questions and outside ASQA, and its paired
+    difference outside ASQA with the row it is compared with. With probe rows of train questions, also the probe's
+    AUC on them, its direction fitted there (one feature: the raw AUC or one minus it), and the detector with and
+    without the probe as a feature, fitted on those questions only."""
+    from disambig.data import load_dataset
     from disambig.optimizers.route_fit import fit_detector
+    from disambig.programs.adf.gate import is_ambiguous
 
-    ids = [row["id"] for row in rows]
     y = np.array([row["ambiguous"] for row in rows], dtype=bool)
     outside = np.array([not row["in_asqa"] for row in rows], dtype=bool)
     p_yes = np.array([row["p_yes"] for row in rows])
-    features = detector_features("dev", ids)
-    scores = {"the LM's P(Yes) (`ReadingsProbe`)": p_yes,
-              "the router's detector (retrieval features, all 976 train questions)": fit_on("train", None, features)}
+    features = detector_features("dev", [row["id"] for row in rows])
+    train = load_dataset("ambignq", split="train")
+    train_matrix = dict(zip([str(ex.id) for ex in train], detector_features("train", None), strict=True))
+    labels = {str(ex.id): is_ambiguous(ex) for ex in train}
+
+    def fitted(ids: list[str], extra: np.ndarray | None = None) -> np.ndarray:
+        X = np.array([train_matrix[i] for i in ids])
+        names = detector_names()
+        if extra is not None:
+            X, names = np.hstack([X, extra]), [*names, "p_yes"]
+        model = fit_detector(X, [labels[i] for i in ids], names).model
+        return model.predict_proba(features if extra is None else np.hstack([features, p_yes[:, None]]))[:, 1]
+
+    detector = f"the router's detector (retrieval features, all {len(train)} train questions)"
+    scores = {"the LM's P(Yes) (`ReadingsProbe`)": (p_yes, detector), detector: (fitted(list(train_matrix)), "")}
     if train_rows:
         n, train_ids = len(train_rows), [row["id"] for row in train_rows]
-        train_y = [row["ambiguous"] for row in train_rows]
         train_p = np.array([[row["p_yes"]] for row in train_rows])
-        alone = fit_detector(train_p, train_y, ["p_yes"])
-        scores[f"P(Yes), direction fitted on {n} train questions"] = alone.model.predict_proba(p_yes[:, None])[:, 1]
-        scores[f"the detector fitted on the same {n} train questions"] = fit_on("train", train_ids, features)
-        both = fit_detector(np.hstack([detector_features("train", train_ids), train_p]), train_y,
-                            [*detector_names(), "p_yes"])
-        scores[f"the detector + P(Yes), fitted on the same {n}"] = both.model.predict_proba(
-            np.hstack([features, p_yes[:, None]]))[:, 1]
-    scores["in ASQA as the score"] = (~outside).astype(float)
+        alone = fit_detector(train_p, [labels[i] for i in train_ids], ["p_yes"]).model
+        same = f"the detector fitted on the same {n} train questions"
+        scores[f"P(Yes), direction fitted on {n} train questions"] = (alone.predict_proba(p_yes[:, None])[:, 1],
+                                                                       detector)
+        scores[same] = (fitted(train_ids), detector)
+        scores[f"the detector + P(Yes), fitted on the same {n}"] = (fitted(train_ids, train_p), same)
+    scores["in ASQA as the score"] = ((~outside).astype(float), "")
     head = (f"| score | AUC, {len(y)} dev q ({int(y.sum())} ambiguous) | AUC outside ASQA, {int(outside.sum())} q "
-            f"({int(y[outside].sum())} ambiguous) | Δ AUC outside ASQA vs the detector [95% CI] |")
-    lines = [head, "|---|---|---|---|"]
-    detector = "the router's detector (retrieval features, all 976 train questions)"
-    reference = scores[detector][outside]
-    for label, score in scores.items():
+            f"({int(y[outside].sum())} ambiguous) | Δ AUC outside ASQA [95% CI] | compared with |")
+    lines = [head, "|---|---|---|---|---|"]
+    for label, (score, against) in scores.items():
         asqa = label.startswith("in ASQA")
-        cells = [auc_cell(y, score), "" if asqa else auc_cell(y[outside], score[outside]),
-                 "" if asqa or label == detector else delta_cell(y[outside], score[outside], reference)]
+        delta = delta_cell(y[outside], score[outside], scores[against][0][outside]) if against else ""
+        cells = [auc_cell(y, score), "" if asqa else auc_cell(y[outside], score[outside]), delta, against]
         lines.append(f"| {label} | {' | '.join(cells)} |")
+    if train_rows:
+        ty, tp = np.array([row["ambiguous"] for row in train_rows], dtype=bool), train_p[:, 0]
+        tout = np.array([not row["in_asqa"] for row in train_rows], dtype=bool)
+        lines += ["", f"The LM's P(Yes) on the {len(train_rows)} train questions it was asked: AUC {auc_cell(ty, tp)}; "
+                  f"outside ASQA ({int(tout.sum())} questions, {int(ty[tout].sum())} ambiguous) "
+                  f"{auc_cell(ty[tout], tp[tout])}."]
     seconds, load = np.median([r["seconds"] for r in rows]), np.median([r["load1"] for r in rows])
     said_yes = sum(row["verdict"] == "Yes" for row in rows)
     from_logprobs = sum(row["source"] == "logprobs" for row in rows)
@@ -150,19 +167,6 @@ def detector_features(split: str, ids: list[str] | None) -> np.ndarray:
     examples = {str(ex.id): ex for ex in load_dataset("ambignq", split=split)}
     chosen = list(examples) if ids is None else ids
     return matrix(observe_all([examples[i].question for i in chosen], retriever()), detector_names())
-
-
-def fit_on(split: str, ids: list[str] | None, dev_features: np.ndarray) -> np.ndarray:
-    """The detector fitted on ``split``'s questions ``ids`` (None: all): its P(ambiguous) for ``dev_features``."""
-    from disambig.data import load_dataset
-    from disambig.optimizers.route_fit import fit_detector
-    from disambig.programs.adf.gate import is_ambiguous
-
-    examples = {str(ex.id): ex for ex in load_dataset("ambignq", split=split)}
-    chosen = list(examples) if ids is None else ids
-    fitted = fit_detector(detector_features(split, chosen), [is_ambiguous(examples[i]) for i in chosen],
-                          detector_names())
-    return fitted.model.predict_proba(dev_features)[:, 1]
 
 
 _RETRIEVER: list = []

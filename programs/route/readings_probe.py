@@ -2,9 +2,11 @@
 
 The detector's retrieval features see how the corpus answers a question, not the question; on AmbigNQ questions
 whose evidence the wiki slice does not hold they score barely above chance (docs/RESULTS.md). This asks the model
-(``QuestionHasReadings``: the question alone, no passages, a one-token reply) and reads P(Yes) from the reply's
+(``QuestionHasReadings``: the question alone, no passages, a one-word reply) and reads P(Yes) from the reply's
 log-probabilities where the LM reports them (the label, 1.0 or 0.0, otherwise). The demos are ours: one question
 with readings, one without; they sit before the question, so the embedded model's prompt cache reuses them.
+Measured on AmbigNQ (``bench/quality/readings_probe.py``, docs/RESULTS.md), it adds no signal the router could rely
+on, so the router does not call it.
 """
 
 from __future__ import annotations
