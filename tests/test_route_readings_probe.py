@@ -22,7 +22,7 @@ class YesEngine:
     supports_response_schema = True
 
     def __init__(self, yes: dict[str, float], logprobs: bool = True) -> None:
-        self.yes = yes
+        self.yes, self.requests = yes, []
         self.scripted = ScriptedEngine({"Read the question on its own": self.reply})
         self.supported_params = frozenset({"temperature", "max_tokens", "response_format",
                                            *(("logprobs", "top_logprobs") if logprobs else ())})
@@ -38,6 +38,7 @@ class YesEngine:
         from dspy.lm15 import TokenLogprob, TopLogprob
 
         response = self.scripted.complete(request)
+        self.requests.append([(m.role, m.text) for m in request.messages])
         if request.config.logprobs is None:
             return response
         p = self.yes[self.question(self.scripted.calls[-1][1])]
@@ -79,6 +80,9 @@ def test_an_lm_without_log_probabilities_gives_the_label():
 def test_the_prompt_holds_the_question_alone_after_one_demo_of_each_answer():
     engine = YesEngine({AMBIGUOUS: 0.7})
     probe_with(engine)(question=AMBIGUOUS)
-    request_users = [user for _, user in engine.scripted.calls]
-    assert request_users == [f"question: {AMBIGUOUS}"]
-    assert [d.verdict for d in ReadingsProbe().ask.demos] == ["Yes", "No"]
+    (messages,) = engine.requests
+    users = [text for role, text in messages if role == "user"]
+    replies = [text for role, text in messages if role == "assistant"]
+    assert len(users) == 3 and users[-1] == f"question: {AMBIGUOUS}"  # two demo questions, then the question alone
+    assert "world cup" in users[0] and "gold" in users[1]
+    assert ['"Yes"' in replies[0], '"No"' in replies[1]] == [True, True]
