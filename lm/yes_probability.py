@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 TOP_LOGPROBS = 20
@@ -59,6 +60,24 @@ def yes_probability(logprobs: Any) -> float | None:
         total = mass["yes"] + mass["no"]
         return mass["yes"] / total if total > 0 else (1.0 if chosen == "yes" else 0.0)
     return None
+
+
+@dataclass(frozen=True)
+class YesAnswer:
+    """A Yes/No reply: the LM's label, P(Yes), and where P(Yes) came from (``logprobs`` or ``label``)."""
+
+    verdict: str
+    probability: float
+    source: str
+
+
+def yes_answer(result: Any) -> YesAnswer:
+    """A ``dspy.Predict`` result with a ``verdict`` field (Yes or No) as a ``YesAnswer``: P(Yes) from the result's
+    log-probabilities where the LM reported them, else the label as 1.0 or 0.0."""
+    probability = yes_probability(getattr(result, "logprobs", None))
+    if probability is None:
+        return YesAnswer(result.verdict, 1.0 if result.verdict == "Yes" else 0.0, "label")
+    return YesAnswer(result.verdict, probability, "logprobs")
 
 
 def _entries(logprobs: Any) -> Iterable[Any]:

@@ -17,7 +17,6 @@ Steps 1 and 3 run on the verifier LM when the run names one (``--verifier-lm``; 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import dspy
@@ -25,7 +24,7 @@ import dspy
 from disambig.lm.parallel import ordered_map
 from disambig.lm.usage import measured
 from disambig.lm.verifier import using_verifier
-from disambig.lm.yes_probability import logprob_config, yes_probability
+from disambig.lm.yes_probability import YesAnswer, logprob_config, yes_answer
 from disambig.programs.context import format_passages
 from disambig.programs.diva.diversify import grade, prune, union_top_k
 from disambig.programs.interpret import PseudoInterpreter, Readings
@@ -36,16 +35,7 @@ from disambig.programs.result import make_prediction
 from disambig.programs.seed_demos import predict
 from disambig.signatures import ClosedBookAnswer, VerifyRetrieval
 
-__all__ = ["DIVA", "DIVANoAdapt", "Check", "diversify", "embedder_of"]
-
-
-@dataclass(frozen=True)
-class Check:
-    """One verification: the LM's label, P(Yes), and where P(Yes) came from (``logprobs`` or ``label``)."""
-
-    verdict: str
-    probability: float
-    source: str
+__all__ = ["DIVA", "DIVANoAdapt", "diversify", "embedder_of"]
 
 
 class DIVA(dspy.Module):
@@ -100,13 +90,9 @@ class DIVA(dspy.Module):
                                thresholds={"useful": self.useful_threshold, "partial": self.partial_threshold})
         return make_prediction(found, long_answer, trace, passages, conflicts)
 
-    def check(self, context: str, question: str) -> Check:
+    def check(self, context: str, question: str) -> YesAnswer:
         """Eq. 7 for one pseudo-interpretation, as a probability of Yes."""
-        result = self.verify(passages=context, question=question, config=logprob_config(dspy.settings.lm))
-        probability = yes_probability(getattr(result, "logprobs", None))
-        if probability is None:
-            return Check(result.verdict, 1.0 if result.verdict == "Yes" else 0.0, "label")
-        return Check(result.verdict, probability, "logprobs")
+        return yes_answer(self.verify(passages=context, question=question, config=logprob_config(dspy.settings.lm)))
 
     def diversify(self, question: str, readings: list[str]) -> list[Any]:
         """Eq. 4-5 with this program's reranker and K."""

@@ -3,19 +3,18 @@
 The detector's retrieval features see how the corpus answers a question, not the question; on AmbigNQ questions
 whose evidence the wiki slice does not hold they score barely above chance (docs/RESULTS.md). This asks the model
 (``QuestionHasReadings``: the question alone, no passages, a one-word reply) and reads P(Yes) from the reply's
-log-probabilities where the LM reports them (the label, 1.0 or 0.0, otherwise). The demos are ours: one question
-with readings, one without; they sit before the question, so the embedded model's prompt cache reuses them.
+log-probabilities where the LM reports them, else the label (``yes_answer``, as DIVA's verifier does). The demos
+are ours: one question with readings, one without; they sit before the question, so the embedded model's prompt
+cache reuses them.
 Measured on AmbigNQ (``bench/quality/readings_probe.py``, docs/RESULTS.md), it adds no signal the router could rely
 on, so the router does not call it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import dspy
 
-from disambig.lm.yes_probability import logprob_config, yes_probability
+from disambig.lm.yes_probability import YesAnswer, logprob_config, yes_answer
 from disambig.programs.seed_demos import QUESTION
 from disambig.signatures.route import QuestionHasReadings
 
@@ -25,26 +24,13 @@ DEMOS = [
 ]
 
 
-@dataclass(frozen=True)
-class ReadingsVerdict:
-    """The model's reply: its label, P(Yes), and where that probability came from (``logprobs`` or ``label``)."""
-
-    verdict: str
-    probability: float
-    source: str
-
-
 class ReadingsProbe(dspy.Module):
-    """``probe(question=...)`` -> ``ReadingsVerdict`` for the configured LM."""
+    """``probe(question=...)`` -> ``YesAnswer`` for the configured LM."""
 
     def __init__(self) -> None:
         super().__init__()
         self.ask = dspy.Predict(QuestionHasReadings)
         self.ask.demos = [dspy.Example(**demo) for demo in DEMOS]
 
-    def forward(self, question: str) -> ReadingsVerdict:
-        result = self.ask(question=question, config=logprob_config(dspy.settings.lm))
-        probability = yes_probability(getattr(result, "logprobs", None))
-        if probability is None:
-            return ReadingsVerdict(result.verdict, 1.0 if result.verdict == "Yes" else 0.0, "label")
-        return ReadingsVerdict(result.verdict, probability, "logprobs")
+    def forward(self, question: str) -> YesAnswer:
+        return yes_answer(self.ask(question=question, config=logprob_config(dspy.settings.lm)))
