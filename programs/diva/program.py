@@ -35,7 +35,9 @@ from disambig.programs.result import make_prediction
 from disambig.programs.seed_demos import predict
 from disambig.signatures import ClosedBookAnswer, VerifyRetrieval
 
-__all__ = ["DIVA", "DIVANoAdapt", "diversify", "embedder_of"]
+__all__ = ["DIVA", "DIVANoAdapt", "Check", "diversify", "embedder_of"]
+
+Check = YesAnswer  # one verification; its name here before the reader moved to disambig.lm.yes_probability
 
 
 class DIVA(dspy.Module):
