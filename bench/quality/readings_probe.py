@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -26,12 +27,12 @@ from bench.harness.docs import generated
 
 SCRIPT = Script.of(__file__)
 OUT = "bench/results/route15/readings-probe-ambignq-{split}.jsonl"
-RESAMPLES = 2000
 
 
 def run(lm: str, split: str, threads: int, limit: int | None, rows: Rows) -> None:
     """One probe call per question of ``split`` not yet in ``rows``, each row appended as it is made."""
     from disambig.data import load_dataset
+    from disambig.data.text import normalize
     from disambig.lm.runtime import build_lm, configure_dspy
     from disambig.lm.usage import measured
     from disambig.programs.adf.gate import is_ambiguous
@@ -46,7 +47,8 @@ def run(lm: str, split: str, threads: int, limit: int | None, rows: Rows) -> Non
     for n, ex in enumerate(todo, 1):
         with measured() as trace:
             verdict = probe(question=ex.question)
-        rows.add({"id": str(ex.id), "lm": lm, "ambiguous": is_ambiguous(ex), "in_asqa": normal(ex.question) in inside,
+        rows.add({"id": str(ex.id), "lm": lm, "ambiguous": is_ambiguous(ex),
+                  "in_asqa": normalize(ex.question) in inside,
                   "p_yes": round(verdict.probability, 4), "verdict": verdict.verdict, "source": verdict.source,
                   "seconds": round(trace.seconds, 2), "prompt_tokens": trace.input_tokens,
                   "reused_prompt_tokens": trace.reused_prompt_tokens,
@@ -62,18 +64,21 @@ def report(rows: list[dict], train_rows: list[dict], out: Path, train_out: Path)
     from disambig.data import load_dataset
     from disambig.optimizers.route_fit import fit_detector
     from disambig.programs.adf.gate import is_ambiguous
+    from disambig.programs.route.features import FEATURES
 
     y = np.array([row["ambiguous"] for row in rows], dtype=bool)
     outside = np.array([not row["in_asqa"] for row in rows], dtype=bool)
     p_yes = np.array([row["p_yes"] for row in rows])
-    features = detector_features("dev", [row["id"] for row in rows])
+    dev = {str(ex.id): ex.question for ex in load_dataset("ambignq", split="dev")}
+    features = detector_features([dev[row["id"]] for row in rows])
     train = load_dataset("ambignq", split="train")
-    train_matrix = dict(zip([str(ex.id) for ex in train], detector_features("train", None), strict=True))
+    train_matrix = dict(zip([str(ex.id) for ex in train], detector_features([ex.question for ex in train]),
+                            strict=True))
     labels = {str(ex.id): is_ambiguous(ex) for ex in train}
 
     def fitted(ids: list[str], extra: np.ndarray | None = None) -> np.ndarray:
         X = np.array([train_matrix[i] for i in ids])
-        names = detector_names()
+        names = list(FEATURES)
         if extra is not None:
             X, names = np.hstack([X, extra]), [*names, "p_yes"]
         model = fit_detector(X, [labels[i] for i in ids], names).model
@@ -113,7 +118,8 @@ def report(rows: list[dict], train_rows: list[dict], out: Path, train_out: Path)
     lms = sorted({row["lm"] for row in [*rows, *train_rows]})
     note = (f"LM {', '.join(lms)}; on dev it said Yes to {said_yes} of {len(rows)}; P(Yes) from {from_logprobs} "
             f"replies' log-probabilities; {seconds:.1f} s a question (median; {rows[0]['threads']} thread(s), "
-            f"{rows[0]['cpu']}, load {load:.1f}); 95% intervals: {RESAMPLES:,} bootstrap resamples of the questions; "
+            f"{rows[0]['cpu']}, load {load:.1f}); 95% intervals: percentile bootstrap over the questions, "
+            f"9,999 resamples (`disambig.evaluation.paired`), paired for the Δ; "
             f"fits: logistic regression, C by 5-fold train cross-validation; code "
             f"{', '.join(f'`{c}`' for c in commits)}.")
     args = ["--report", "--out", str(out), *(["--train-out", str(train_out)] if train_rows else [])]
@@ -121,78 +127,58 @@ def report(rows: list[dict], train_rows: list[dict], out: Path, train_out: Path)
     return "\n".join([generated(SCRIPT.command(args), read), "", *lines, "", note])
 
 
-def auc_cell(y: np.ndarray, score: np.ndarray) -> str:
-    """``0.612 [0.55, 0.67]``: ROC AUC and its percentile-bootstrap interval (resamples holding one class skipped)."""
-    from sklearn.metrics import roc_auc_score
+def auc(score: np.ndarray, label: np.ndarray, axis: int = -1) -> np.ndarray:
+    """ROC AUC along ``axis`` (the Mann-Whitney U of the positives' ranks, ties averaged): a statistic for
+    ``disambig.evaluation.paired``, one value per resample."""
+    from scipy.stats import rankdata
 
-    rng = np.random.default_rng(0)
-    draws = []
-    for _ in range(RESAMPLES):
-        pick = rng.integers(0, len(y), len(y))
-        if 0 < y[pick].sum() < len(pick):
-            draws.append(roc_auc_score(y[pick], score[pick]))
-    low, high = np.percentile(draws, [2.5, 97.5])
-    return f"{roc_auc_score(y, score):.3f} [{low:.3f}, {high:.3f}]"
+    positives = label.sum(axis=axis)
+    negatives = label.shape[axis] - positives
+    ranks = (rankdata(score, axis=axis) * label).sum(axis=axis)
+    return (ranks - positives * (positives + 1) / 2) / (positives * negatives)
+
+
+def auc_cell(y: np.ndarray, score: np.ndarray) -> str:
+    """``0.612 [0.550, 0.670]``: ROC AUC with its 95% bootstrap interval (the paired bootstrap against a constant
+    score, whose AUC is 0.5 on every resample, as ``bench.harness.paired.rate`` does for a rate)."""
+    from disambig.evaluation.paired import paired_difference
+
+    result = paired_difference([score, y], [np.full(len(y), 0.5), y], auc)
+    return f"{0.5 + result.difference:.3f} [{0.5 + result.low:.3f}, {0.5 + result.high:.3f}]"
 
 
 def delta_cell(y: np.ndarray, score: np.ndarray, reference: np.ndarray) -> str:
-    """``+0.07 [-0.05, +0.19] tie``: AUC of ``score`` minus that of ``reference`` on the same questions, with its
-    paired percentile-bootstrap interval (the questions resampled together); "tie" when it spans 0."""
-    from sklearn.metrics import roc_auc_score
+    """``+0.070 [-0.050, +0.190] tie``: AUC of ``score`` minus that of ``reference`` on the same questions, with its
+    paired-bootstrap interval."""
+    from disambig.evaluation.paired import format_difference, paired_difference
 
-    rng = np.random.default_rng(0)
-    draws = []
-    for _ in range(RESAMPLES):
-        pick = rng.integers(0, len(y), len(y))
-        if 0 < y[pick].sum() < len(pick):
-            draws.append(roc_auc_score(y[pick], score[pick]) - roc_auc_score(y[pick], reference[pick]))
-    low, high = np.percentile(draws, [2.5, 97.5])
-    verdict = "tie" if low <= 0 <= high else ("better" if low > 0 else "worse")
-    return f"{roc_auc_score(y, score) - roc_auc_score(y, reference):+.3f} [{low:+.3f}, {high:+.3f}] {verdict}"
+    return format_difference(paired_difference([score, y], [reference, y], auc))
 
 
-def detector_names() -> list[str]:
-    """The names of the router's retrieval features (imported here: the import loads the router)."""
+def detector_features(questions: list[str]) -> np.ndarray:
+    """The router's retrieval features of ``questions``, in order (no LM call; one BM25 and one dense search a
+    question)."""
+    from disambig.optimizers.route_data import matrix, observe_all
     from disambig.programs.route.features import FEATURES
 
-    return list(FEATURES)
+    return matrix(observe_all(questions, retriever()), list(FEATURES))
 
 
-def detector_features(split: str, ids: list[str] | None) -> np.ndarray:
-    """The router's retrieval features (no LM call; one BM25 and one dense search a question) of AmbigNQ ``split``'s
-    questions ``ids`` (None: all), in that order."""
-    from disambig.data import load_dataset
-    from disambig.optimizers.route_data import matrix, observe_all
-
-    examples = {str(ex.id): ex for ex in load_dataset("ambignq", split=split)}
-    chosen = list(examples) if ids is None else ids
-    return matrix(observe_all([examples[i].question for i in chosen], retriever()), detector_names())
-
-
-_RETRIEVER: list = []
-
-
+@cache
 def retriever():
     """The hybrid retriever over the wiki slice, built once."""
-    if not _RETRIEVER:
-        from disambig.retrieval import build_retriever
-        from disambig.settings import load_settings
+    from disambig.retrieval import build_retriever
+    from disambig.settings import load_settings
 
-        _RETRIEVER.append(build_retriever("hybrid", corpus="wiki-slice", settings=load_settings()))
-    return _RETRIEVER[0]
+    return build_retriever("hybrid", corpus="wiki-slice", settings=load_settings())
 
 
 def asqa_questions() -> set[str]:
     """ASQA's questions, normalised (the wiki slice holds their evidence passages)."""
     from disambig.data import load_dataset
-
-    return {normal(ex.question) for ex in load_dataset("asqa", split="all")}
-
-
-def normal(question: str) -> str:
     from disambig.data.text import normalize
 
-    return normalize(question)
+    return {normalize(ex.question) for ex in load_dataset("asqa", split="all")}
 
 
 def main() -> None:
