@@ -10,7 +10,7 @@ STAMP := $(VENV)/.disambig-installed
 # with BF16: AMD EPYC, Intel Xeon with AMX) or haswell (AVX2); LLAMA_CPU_VARIANTS="x64 haswell zen4
 # sapphirerapids" builds a wheel for several machines. No multimodal library (LLAVA_BUILD, unused) and no llama.cpp
 # `common` library (nothing loads it; it was half the compile). tools/llama_cpp_wheel.py builds that
-# wheel once per machine into LLAMA_WHEELS, keyed by the pinned version, the variants and CMAKE_ARGS (docs/models.md).
+# wheel once per machine into LLAMA_WHEELS, keyed by the pinned version, the variants, CMAKE_ARGS and the recipe (docs/models.md).
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DLLAVA_BUILD=OFF
 LLAMA_CPU_VARIANTS ?= auto
 LLAMA_WHEELS ?= $(HOME)/.cache/disambig/wheels

@@ -108,12 +108,22 @@ def test_pinned_version_refuses_a_missing_or_loose_pin(wheel_tool, text, message
         wheel_tool.pinned_version(text)
 
 
-def test_cache_key_depends_on_version_variants_and_cmake_args_only(wheel_tool):
+def test_cache_key_depends_on_version_variants_cmake_args_and_recipe_only(wheel_tool):
     key = wheel_tool.cache_key("0.3.36", ["zen4", "x64"], "-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON")
+    assert key != wheel_tool.cache_key("0.3.36", ["zen4", "x64"], "-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON", "older")
     assert key.startswith("0.3.36-x64-zen4-")
     assert key == wheel_tool.cache_key("0.3.36", ["x64", "zen4"], " -DGGML_NATIVE=OFF  -DGGML_BACKEND_DL=ON ")
     assert key != wheel_tool.cache_key("0.3.36", ["x64", "zen4"], "-DGGML_NATIVE=OFF")
     assert key != wheel_tool.cache_key("0.3.36", ["x64"], "-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON")
+
+
+def test_a_built_wheel_with_other_backends_or_the_common_library_is_refused(wheel_tool):
+    files = ["bin/libggml-cpu-x64.so", "bin/libggml-cpu-zen4.so", "lib/libllama.so", "llama_cpp/lib/libllama.so"]
+    wheel_tool.check_wheel("w.whl", files, ["zen4", "x64"])
+    with pytest.raises(ValueError, match=r"CPU backends \['x64', 'zen4'\], not \['x64'\]"):
+        wheel_tool.check_wheel("w.whl", files, ["x64"])
+    with pytest.raises(ValueError, match="still holds llama.cpp's common library .lib/libllama-common.so.0."):
+        wheel_tool.check_wheel("w.whl", [*files, "lib/libllama-common.so.0"], ["x64", "zen4"])
 
 
 def test_backends_names_the_cpu_libraries(wheel_tool):

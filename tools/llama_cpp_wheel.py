@@ -54,6 +54,10 @@ BACKEND_FILE = re.compile(r"libggml-cpu-(\w+)\.so$")
 # site-packages/lib, outside the package, where nothing loads it.
 TOP_CMAKE_FILE = "CMakeLists.txt"
 COMMON_ON = re.compile(r'^(\s*set\(LLAMA_BUILD_COMMON\s+)ON(\s+CACHE\s+BOOL\s+"[^"]*"\s+FORCE\))', re.MULTILINE)
+COMMON_FILE = re.compile(r"libllama-common\.so")
+# How the sources are changed before the build (recorded in build.json and part of the cache key, so a wheel built
+# by an older recipe is not reused): bump it whenever keep_variants or without_common changes what gets built.
+RECIPE = "variants+common-off"
 # The variants ``auto`` picks from, best first, with the CPU flags (as /proc/cpuinfo names them) of the instruction
 # sets llama.cpp compiles each with (its ggml_add_cpu_backend_variant lines). ``sapphirerapids`` (AMX) is left out:
 # it died of an illegal instruction on an AMX CPU, which loads zen4 instead (disambig.lm.llama_engine).
@@ -127,9 +131,9 @@ def without_common(cmake: str) -> str:
     return patched
 
 
-def cache_key(version: str, variants: Iterable[str], cmake_args: str) -> str:
-    """The wheel's folder name: same version, variants (in any order) and CMAKE_ARGS, same wheel."""
-    args = hashlib.sha256(" ".join(cmake_args.split()).encode()).hexdigest()[:8]
+def cache_key(version: str, variants: Iterable[str], cmake_args: str, recipe: str = RECIPE) -> str:
+    """The wheel's folder name: same version, variants (in any order), CMAKE_ARGS and recipe, same wheel."""
+    args = hashlib.sha256(f"{' '.join(cmake_args.split())}|{recipe}".encode()).hexdigest()[:8]
     return f"{version}-{'-'.join(sorted(set(variants)))}-{args}"
 
 
@@ -178,13 +182,23 @@ def _build_into(work: Path, version: str, variants: Sequence[str], cmake_args: s
                     str(source)], check=True)
     seconds = time.monotonic() - started
     (wheel,) = (work / "out").glob("*.whl")
-    built = backends(zipfile.ZipFile(wheel).namelist())
-    if built != set(variants):
-        raise ValueError(f"{wheel.name} has the CPU backends {sorted(built)}, not {sorted(variants)}")
-    record = {"version": version, "variants": list(variants), "cmake_args": cmake_args, "build_seconds": round(seconds),
-              "sdist": sdist.name, "sdist_sha256": hashlib.sha256(sdist.read_bytes()).hexdigest()}
+    check_wheel(wheel.name, zipfile.ZipFile(wheel).namelist(), variants)
+    record = {"version": version, "variants": list(variants), "cmake_args": cmake_args, "recipe": RECIPE,
+              "build_seconds": round(seconds), "sdist": sdist.name,
+              "sdist_sha256": hashlib.sha256(sdist.read_bytes()).hexdigest()}
     (work / "out" / "build.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     logger.info("built %s in %.0f s", wheel.name, seconds)
+
+
+def check_wheel(name: str, files: Sequence[str], variants: Sequence[str]) -> None:
+    """Raise ValueError unless a built wheel's ``files`` hold exactly these CPU backends and no ``common`` library."""
+    built = backends(files)
+    if built != set(variants):
+        raise ValueError(f"{name} has the CPU backends {sorted(built)}, not {sorted(variants)}")
+    common = sorted(f for f in files if COMMON_FILE.search(f))
+    if common:
+        raise ValueError(f"{name} still holds llama.cpp's common library ({common[0]}): the switch that turns it off "
+                         f"did not take, so tools/llama_cpp_wheel.py needs updating")
 
 
 def check(variants: Sequence[str]) -> None:
