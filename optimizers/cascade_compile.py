@@ -110,7 +110,7 @@ def fit_on(split: CascadeSplit, cascade: tuple[str, str], metric: str, cost_weig
 def compose(policy: Any, split: CascadeSplit, metric: str) -> dict[str, Any]:
     """The cascade on held-out questions from the stored answers, beside each candidate alone and the oracle
     cascade (escalate exactly when the escalation is better)."""
-    from disambig.optimizers.route_eval import summary
+    from disambig.optimizers.route_eval import summary, versus
 
     decisions = [policy.decide(a, o) for a, o in zip(split.answers, split.observations, strict=True)]
     up = np.array([d.escalated for d in decisions], dtype=bool)
@@ -120,6 +120,7 @@ def compose(policy: Any, split: CascadeSplit, metric: str) -> dict[str, Any]:
     mix = [d.action for d in decisions]
     return {"questions": len(split.ids), "route": summary(metric, split.outcomes(up)), "singles": singles,
             "best_single": {"program": best, **singles[best]}, "oracle": summary(metric, split.outcomes(split.better)),
+            "route_vs": versus(metric, split.outcomes(up), {policy.first: split.kept, policy.escalate: second}),
             "actions": {a: mix.count(a) for a in sorted(set(mix))}, "escalated": int(up.sum()),
             "decisions": [{"id": i, **d.to_dict()} for i, d in zip(split.ids, decisions, strict=True)]}
 

@@ -33,6 +33,28 @@ def summary(metric: str, outcomes: Sequence[Outcome]) -> dict[str, float]:
             "lm_calls_per_q": round(sum(o.lm_calls for o in outcomes) / n, 4)}
 
 
+def versus(metric: str, routed: Sequence[Outcome], singles: Mapping[str, Sequence[Outcome]]) -> dict[str, Any]:
+    """The routed answers against each single candidate on the same questions: the difference in ``metric`` with
+    its 95% paired-bootstrap interval and verdict (``disambig.evaluation.paired``; a question without an answer
+    scores 0), keyed by candidate."""
+    from disambig.evaluation.paired import paired_metric
+
+    def by_question(outcomes: Sequence[Outcome]) -> dict[str, Mapping[str, float]]:
+        return {str(n): o.scores for n, o in enumerate(outcomes)}
+
+    ours = by_question(routed)
+    names = {name for o in [*routed, *(o for rows in singles.values() for o in rows)] for name in o.scores}
+    if not names:
+        return {}
+    filled = {q: scores or dict.fromkeys(names, 0.0) for q, scores in ours.items()}
+    result = {}
+    for candidate, outcomes in singles.items():
+        d = paired_metric(filled, by_question(outcomes), metric)
+        result[candidate] = {"difference": round(d.difference, 6), "low": round(d.low, 6), "high": round(d.high, 6),
+                             "verdict": d.verdict}
+    return result
+
+
 def chosen_outcome(action: str, candidates: Mapping[str, Mapping[str, Outcome]], qid: str) -> Outcome:
     """The stored outcome the action stands for: the candidate's answer; no answer (and no call) otherwise."""
     from disambig.programs.route.policy import ANSWER
@@ -63,5 +85,6 @@ def compose_heldout(route: Any, examples: Sequence[Any], candidates: Mapping[str
     mix = [d.action for d in decisions]
     return {"questions": len(ids), "route": summary(metric, routed), "singles": singles,
             "best_single": {"program": best, **singles[best]}, "oracle": summary(metric, oracle),
+            "route_vs": versus(metric, routed, {c: [rows[i] for i in ids] for c, rows in candidates.items()}),
             "actions": {a: mix.count(a) for a in sorted(set(mix))},
             "decisions": [{"id": i, **d.to_dict()} for i, d in zip(ids, decisions, strict=True)]}

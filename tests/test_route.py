@@ -238,3 +238,26 @@ def test_composed_scores_by_hand():
                                               "lm_calls_per_q": 1.0}
     assert chosen_outcome("answer:x", {"x": {"q": a}}, "q") is a
     assert corpus_score("ambigqa-f1", [Outcome({"ambigqa-f1": 1.0}, 1), Outcome({}, 0)]) == 0.5
+
+
+def test_the_route_against_each_candidate_has_a_paired_interval():
+    from disambig.evaluation.paired import paired_metric
+    from disambig.optimizers.route_eval import versus
+
+    rng = np.random.default_rng(3)
+    x = [Outcome({"ambigqa-f1": float(v)}, 2) for v in rng.uniform(0, 1, 30)]
+    y = [Outcome({"ambigqa-f1": float(v)}, 6) for v in rng.uniform(0, 1, 30)]
+    routed = [*x[:15], *y[15:]]
+    table = versus("ambigqa-f1", routed, {"x": x, "y": y})
+    by_q = {str(i): o.scores for i, o in enumerate(routed)}
+    expected = paired_metric(by_q, {str(i): o.scores for i, o in enumerate(x)}, "ambigqa-f1")
+    assert table["x"]["difference"] == pytest.approx(expected.difference, abs=1e-6)
+    assert table["x"]["low"] == pytest.approx(expected.low, abs=1e-6)
+    assert table["x"]["low"] < table["x"]["difference"] < table["x"]["high"]
+    assert table["x"]["verdict"] == expected.verdict
+    same = versus("ambigqa-f1", x, {"x": x})["x"]  # the route that always picks x ties x exactly
+    assert (same["difference"], same["low"], same["high"], same["verdict"]) == (0.0, 0.0, 0.0, "tie")
+    # abstaining everywhere scores 0 on every question: worse than a candidate that always scores
+    nothing = versus("ambigqa-f1", [Outcome({}, 0)] * 30, {"x": x})["x"]
+    assert nothing["verdict"] == "worse" and nothing["difference"] == pytest.approx(-np.mean(
+        [o.scores["ambigqa-f1"] for o in x]), abs=1e-6)

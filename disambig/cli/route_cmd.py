@@ -51,6 +51,9 @@ def compile_route(dataset: str, metric: str, candidates: str, train: int, val: i
     out_console.print(f"{metric} on {held['questions']} held-out questions (composed from the candidates' stored "
                       f"answers): best single {held['best_single']['program']} {result.before:.4f} → route "
                       f"{result.after:.4f} (oracle {held['oracle']['score']:.4f})")
+    for candidate, d in held.get("route_vs", {}).items():
+        out_console.print(f"route − {candidate}: {d['difference']:+.4f} [{d['low']:+.4f}, {d['high']:+.4f}] "
+                          f"({d['verdict']}; 95% paired bootstrap over the questions)")
     out_console.print(f"LM calls per question: route {held['route']['lm_calls_per_q']:.2f}; "
                       + ", ".join(f"{c} {s['lm_calls_per_q']:.2f}" for c, s in held["singles"].items()))
     out_console.print(f"actions: {held['actions']}" + (f" (escalated {held['escalated']} of {held['questions']})"
