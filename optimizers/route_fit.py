@@ -77,11 +77,17 @@ def fit_policy(X: np.ndarray, labels: Sequence[str], utilities: Sequence[Mapping
         scores[f"C={C}"] = float(np.mean(gained))
     for action in sorted(utilities[0]):
         scores[f"always {action}"] = float(np.mean([u[action] for u in utilities]))
-    best = max(scores, key=lambda k: (scores[k], k.startswith("always")))  # a tie goes to the simpler policy
+    best = best_option(scores)
     if best.startswith("always "):
         return PolicyFit(None, None, best[len("always "):], scores)
     C = float(best[2:])
     return PolicyFit(LinearModel.fit(X, y, features, C, weights), C, None, scores)
+
+
+def best_option(scores: Mapping[str, float], digits: int = 9) -> str:
+    """The option (``C=...`` or ``always ACTION``) with the highest cross-validated utility; a tie, to ``digits``
+    decimals, goes to the simpler policy (the same utilities summed in another order differ in the last bits)."""
+    return max(scores, key=lambda k: (round(scores[k], digits), k.startswith("always")))
 
 
 def decision_weights(labels: Sequence[str], utilities: Sequence[Mapping[str, float]], floor: float = 0.01
