@@ -37,7 +37,7 @@ def test_the_table_shows_each_candidate_with_the_routes_paired_interval(route_ta
     text = route_table.report([tmp_path / "policy.json"])
     assert "| | vanilla-rag | 0.167 | +0.059 [+0.018, +0.113] better | 2.00 | |" in text
     assert "| | diva | 0.225 | +0.000 [+0.000, +0.000] tie | 5.74 | |" in text
-    assert "0.225 | – | 5.74 | diva 50 |" in text and "a constant policy, answer:diva" in text
+    assert "0.225 | – | 5.74 | diva 50 |" in text and "a constant policy, diva" in text and "labelled diva 40;" in text
 
 
 def test_a_manifest_without_the_paired_comparison_or_the_state_is_refused(route_table, tmp_path):
@@ -46,3 +46,9 @@ def test_a_manifest_without_the_paired_comparison_or_the_state_is_refused(route_
         route_table.report([tmp_path / "policy.json"])
     with pytest.raises(SystemExit, match="has no entry 'other'"):
         route_table.report([tmp_path / "other.json"])
+
+
+def test_a_cascade_fit_is_named_as_one(route_table):
+    assert route_table.kept({"cascade_C": 1.0, "cascade_threshold": 0.5, "cascade_constant": None}) == (
+        "an escalation model, C = 1.0, threshold 0.5")
+    assert route_table.kept({"policy_C": 0.3, "policy_constant": None}) == "a logistic policy, C = 0.3"

@@ -62,12 +62,21 @@ def notes(states: list[Path], entries: list[dict[str, Any]]) -> list[str]:
     """What each router was fitted on: its LM file, train size, labels and the policy the fit kept."""
     lines = []
     for state, entry in zip(states, entries, strict=True):
-        fit = entry.get("fit", {})
-        kept = (f"a constant policy, {fit['policy_constant']}" if fit.get("policy_constant")
-                else f"a logistic policy, C = {fit.get('policy_C')}")
         lines.append(f"- `{state.as_posix()}`: {entry['lm_model']}, {entry['scores']['train_size']} train questions "
-                     f"labelled {entry.get('train_labels', {})}; train cross-validation kept {kept}.")
+                     f"labelled {_actions(entry.get('train_labels', {}))}; train cross-validation kept "
+                     f"{kept(entry.get('fit', {}))}.")
     return lines
+
+
+def kept(fit: dict[str, Any]) -> str:
+    """The policy a route fit kept, in words: a cascade's or a router's, a model or a constant action."""
+    if "cascade_C" in fit:
+        if fit.get("cascade_constant"):
+            return f"a constant cascade, {fit['cascade_constant']}"
+        return f"an escalation model, C = {fit['cascade_C']}, threshold {fit['cascade_threshold']}"
+    if fit.get("policy_constant"):
+        return f"a constant policy, {fit['policy_constant'].removeprefix('answer:')}"
+    return f"a logistic policy, C = {fit.get('policy_C')}"
 
 
 def report(states: list[Path]) -> str:
