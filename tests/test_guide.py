@@ -9,6 +9,11 @@ waited for until its port answers, and all of them are stopped at the end; anyth
 ``curl``, ``mlflow ui``) runs in bash. Each port the guide names is mapped to a free one. ``disambig lm serve --model
 local:smollm2`` loads the real SmolLM2-135M (that is the command), and the guide's ``ask --lm openai/smollm2`` is
 answered by it. The indexes are built with the real Lucene and MiniLM into the test's cache folder.
+
+``mlflow ui`` runs without MLflow's job runner (``MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false``), which serves the
+GenAI scoring jobs the guide never starts: by default ``mlflow ui`` also starts it, eight more interpreters
+importing MLflow (~50 s of CPU while the guide's next commands and ``serve`` start, and polling after), and its
+parent then takes ~25 s to stop. The tracking server the guide opens is the same.
 """
 
 from __future__ import annotations
@@ -174,6 +179,7 @@ def test_every_command_of_the_guide_runs_and_leaves_what_it_says(tmp_path, monke
     settings = {"DISAMBIG_LM": "openai/scripted", "DISAMBIG_API_BASE": scripted_server.base,
                 "DISAMBIG_CACHE_DIR": str(tmp_path / "cache"), "DISAMBIG_THREADS": "1", "HF_HUB_OFFLINE": "1",
                 "OMP_WAIT_POLICY": "PASSIVE", "TOKENIZERS_PARALLELISM": "false", "LITELLM_LOCAL_MODEL_COST_MAP": "true",
+                "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",  # `mlflow ui` without its job runner (module docstring)
                 "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     for name, value in settings.items():
         monkeypatch.setenv(name, value)

@@ -2,7 +2,11 @@
 questions at once give the answers of one at a time, VerDICt's feedback calls at once give the answers of serial
 calls, a server stopped in the middle of an eval leaves failed rows that a re-run, once a server is back, answers
 without asking the others again, a compile's saved program answers through the server, and `score` judges there.
-Every test stops its servers, also when it fails."""
+
+One server serves the module (a test that compares answers warms it first, so what earlier tests asked does not
+matter); the test that stops a server mid-eval starts and kills its own. The warm-up runs run in this process
+(Typer's runner): the same command, so the same requests, without a new interpreter's imports. Every server is
+stopped, also when a test fails."""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from test_lm_server import DISAMBIG, Server, child_env, served
@@ -30,6 +35,20 @@ def disambig(tmp_path: Path, *args: str, env: dict[str, str] | None = None, time
              ) -> subprocess.CompletedProcess:
     return subprocess.run([*DISAMBIG, *args], capture_output=True, text=True, timeout=timeout,
                           env={**child_env(tmp_path), **(env or {})})
+
+
+def warm_up(tmp_path: Path, *args: str) -> None:
+    """``disambig ARGS`` run in this process (Typer's runner, as tests/test_guide.py runs the guide), only to warm the
+    server: the same command as in a subprocess, so the same requests, without a new interpreter importing DSPy (and
+    torch and MiniLM for a dense retriever) again. The environment is the subprocesses' and is restored after, with
+    what the command exports (``--api-base``, ``--parallel-calls``)."""
+    from typer.testing import CliRunner
+
+    from disambig.cli import app
+
+    with mock.patch.dict(os.environ, child_env(tmp_path)):
+        result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 0, f"{result.output}\n{result.exception!r}"
 
 
 def remote(url: str) -> list[str]:
@@ -55,15 +74,25 @@ def answers(out: Path) -> dict[str, tuple]:
             for r in rows(out)}
 
 
+@pytest.fixture(scope="module")
+def module_server(tmp_path_factory) -> Iterator[tuple[Server, Path]]:
+    """`disambig lm serve` (SmolLM2, one thread), started once for the module's tests and stopped after them; with
+    its log."""
+    folder = tmp_path_factory.mktemp("lm-server")
+    with served(folder, "server") as server:
+        yield server, folder / "server.out"
+
+
 @pytest.fixture
-def lm_server(tmp_path) -> Iterator[Server]:
-    with served(tmp_path, "server") as server:
-        yield server
+def lm_server(module_server) -> Server:
+    """The module's server, checked to be still running (a test before may have made it exit)."""
+    server, log = module_server
+    assert server.process.poll() is None, f"the module's server exited: {log.read_text()}"
+    return server
 
 
 def test_eval_with_two_questions_at_once_answers_as_one_at_a_time(lm_server, tmp_path, asqa_file):
-    warm = disambig(tmp_path, "ask", PROMPT_WARMUP, "--program", "closed-book", *remote(lm_server.url))
-    assert warm.returncode == 0, warm.stderr
+    warm_up(tmp_path, "ask", PROMPT_WARMUP, "--program", "closed-book", *remote(lm_server.url))
     one = disambig(tmp_path, *eval_args(lm_server.url, tmp_path / "one", asqa_file, "--limit", "3", "--threads", "1"))
     assert one.returncode == 0, one.stderr
     two = disambig(tmp_path, *eval_args(lm_server.url, tmp_path / "two", asqa_file, "--limit", "3", "--threads", "2"))
@@ -78,20 +107,26 @@ def test_verdict_with_four_feedback_calls_at_once_answers_as_serial_calls(lm_ser
 
     corpus = write_corpus(tmp_path / "two.jsonl", PASSAGES[:2])  # two feedback calls (short replies keep it quick)
 
+    def args(calls: str) -> list[str]:
+        return ["ask", "What does the aardvark eat?", "--program", "verdict", "--retriever", "dense", "--corpus",
+                corpus, "--option", "relax=false", "--option", "long_answer=list", "--parallel-calls", calls,
+                *remote(lm_server.url)]
+
     def ask(calls: str) -> str:
-        done = disambig(tmp_path, "ask", "What does the aardvark eat?", "--program", "verdict", "--retriever", "dense",
-                        "--corpus", corpus, "--option", "relax=false", "--option", "long_answer=list",
-                        "--parallel-calls", calls, *remote(lm_server.url))
+        done = disambig(tmp_path, *args(calls))
         assert done.returncode == 0, done.stderr
         return re.sub(r"\d+\.\d+ s", "S s", done.stdout)  # everything but the wall time
 
-    ask("1")  # warms the server's cache: each compared run follows the same last request (a feedback call)
+    # warms the server's cache (and builds the dense index): each compared run follows the same last request, a
+    # feedback call
+    warm_up(tmp_path, *args("1"))
     serial, parallel = ask("1"), ask("4")
     assert parallel == serial  # readings, answers, cited passages, LM calls and tokens
     assert "LM calls 2" in serial  # one feedback call per passage
 
 
-def test_a_server_stopped_mid_eval_leaves_failures_that_a_rerun_answers_alone(tmp_path, asqa_file):
+def test_a_server_stopped_mid_eval_leaves_failures_that_a_rerun_answers_alone(lm_server, tmp_path, asqa_file):
+    """The server killed is the test's own; the re-run asks the module's server."""
     out = tmp_path / "run"
     args = ["--limit", "4", "--threads", "1"]
     fast_failure = {"DISAMBIG_LM_RETRIES": "0"}
@@ -118,10 +153,9 @@ def test_a_server_stopped_mid_eval_leaves_failures_that_a_rerun_answers_alone(tm
     assert answered and failed
     assert all(re.search(r"(?i)connect", r["error"]) for r in failed), failed  # reset, refused
 
-    with served(tmp_path, "second") as second:
-        # --allow-mixed-code: the shared checkout may be edited between the two runs (its dirty stamp changes)
-        again = disambig(tmp_path, *eval_args(second.url, out, asqa_file, *args, "--allow-mixed-code"))
-        assert again.returncode == 0, again.stderr
+    # --allow-mixed-code: the shared checkout may be edited between the two runs (its dirty stamp changes)
+    again = disambig(tmp_path, *eval_args(lm_server.url, out, asqa_file, *args, "--allow-mixed-code"))
+    assert again.returncode == 0, again.stderr
     after = rows(out)
     assert sorted(r["id"] for r in after) == sorted(r["id"] for r in before)  # one row per question, none lost
     assert all(not r["error"] for r in after)

@@ -3,7 +3,8 @@ tracked and registered), ``batch`` and ``serve`` (of the registered compile, ask
 line against a remote LM (``openai/echo`` at a scripted OpenAI-compatible server on loopback,
 ``tests/openai_fakes.py``) with a sentinel key in ``OPENAI_API_KEY``; then every file under the run's home, working,
 cache, temporary and MLflow folders, the commands' output and the server's replies, is searched for it. ``ask`` runs
-again with LiteLLM's debug log asked for, and with LiteLLM carrying the call and its debug loggers on.
+in the second test, in the same environment (plus ``LITELLM_LOG=DEBUG``, which leaves DSPy's own engine carrying
+the call), and again with LiteLLM carrying the call and its debug loggers on; the first test runs the others.
 """
 
 from __future__ import annotations
@@ -85,8 +86,7 @@ def test_no_file_a_run_writes_holds_the_api_key(tmp_path, server, bench_load, mo
     rows[1]["question"] += " BROKEN"  # the server answers HTTP 500 (retried once): an error message is stored too
     dataset.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     remote = ["--lm", f"openai/{MODEL}", "--api-base", server.base]
-    commands = [
-        ["ask", "Who won prize number 3?", "--program", "closed-book", *remote],
+    commands = [  # `ask`: the second test
         ["eval", "closed-book", "--dataset", str(dataset), "--limit", "4", "--cache", "--out", "runs/eval", *remote],
         ["compile", "closed-book", "--dataset", str(dataset), "--metric", "rouge-l", "--optimizer", "labeled-fewshot",
          "--train", "3", "--val", "2", "--out", "artifacts", "--register-anyway", *remote],  # served below, gain or not
