@@ -34,9 +34,11 @@ def manifest_of(state: Path) -> dict[str, Any]:
     return entry
 
 
-def interval(d: dict[str, Any]) -> str:
-    """``+0.012 [-0.020, +0.045] tie`` from a ``route_vs`` record."""
-    return f"{d['difference']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}] {d['verdict']}"
+def interval(d: dict[str, Any], questions: int) -> str:
+    """``+0.012 [-0.020, +0.045] tie`` from a ``route_vs`` record (``disambig.evaluation.paired``'s cell)."""
+    from disambig.evaluation.paired import PairedDifference, format_difference
+
+    return format_difference(PairedDifference(d["difference"], d["low"], d["high"], questions, d["verdict"]))
 
 
 def rows_of(state: Path, entry: dict[str, Any]) -> list[str]:
@@ -47,7 +49,7 @@ def rows_of(state: Path, entry: dict[str, Any]) -> list[str]:
     lines = [f"| {name} | route `{state.as_posix()}` | {held['route']['score']:.3f} | – | "
              f"{held['route']['lm_calls_per_q']:.2f} | {_actions(held['actions'])} |"]
     for candidate, single in held["singles"].items():
-        lines.append(f"| | {candidate} | {single['score']:.3f} | {interval(versus[candidate])} | "
+        lines.append(f"| | {candidate} | {single['score']:.3f} | {interval(versus[candidate], held['questions'])} | "
                      f"{single['lm_calls_per_q']:.2f} | |")
     lines.append(f"| | oracle (best candidate per question) | {held['oracle']['score']:.3f} | – | "
                  f"{held['oracle']['lm_calls_per_q']:.2f} | |")
