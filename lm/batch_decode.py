@@ -191,7 +191,10 @@ class BatchDecoder:
         if self._context is None:
             import llama_cpp
 
-            params = llama_cpp.llama_context_default_params()
+            # the library's own context settings (attention kernel, KV types...), so that a lone reply's arithmetic
+            # is the library's: llama.cpp's default turns flash attention on where llama-cpp-python turns it off
+            library = self.llama.context_params
+            params = type(library).from_buffer_copy(library)
             params.n_ctx, params.n_batch, params.n_ubatch = self.ctx, BATCH_TOKENS, BATCH_TOKENS
             params.n_seq_max, params.kv_unified = MAX_SEQUENCES, True
             params.n_threads = params.n_threads_batch = self.threads

@@ -4,18 +4,23 @@ processes are not already keeping busy.
 llama.cpp's threads wait for each other at every layer, so one thread more than the free cores does not just share
 a core: it stalls all the others (on a 2-core machine running another job, ``lm check`` took 5.4 s with 1 thread and
 did not finish in 240 s with 2). The number of cores is what the process may run on (its CPU affinity, and a cgroup
-CPU quota when there is one); the busy ones are the 1-minute load average, read before this process starts its own
-work.
+CPU quota when there is one); the busy ones are what the machine's CPU time says for the last fraction of a second
+(``/proc/stat``), or where that cannot be read the 1-minute load average. The load average trails by about a
+minute: right after a test suite it still counted two busy cores on an idle machine, and ``make demo`` answered on
+one thread.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import time
 from pathlib import Path
 
 MAX_AUTO_THREADS = 8  # decode is bound by memory bandwidth: more threads than this add little and cost others cores
 CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
+PROC_STAT = Path("/proc/stat")
+SAMPLE_S = 0.3  # how long the CPU counters are watched: 30 clock ticks a core, enough to see a core kept busy
 
 
 def choose_threads(usable_cores: int, busy: float, most: int = MAX_AUTO_THREADS) -> int:
@@ -31,8 +36,45 @@ def choose_threads(usable_cores: int, busy: float, most: int = MAX_AUTO_THREADS)
 
 
 def free_threads() -> int:
-    """``choose_threads`` for this machine now: its usable cores and its 1-minute load average."""
-    return choose_threads(usable_cores(), load_average())
+    """``choose_threads`` for this machine now: its usable cores and the cores busy now (``busy_cores``), or its
+    1-minute load average where the CPU counters cannot be read."""
+    busy = busy_cores()
+    return choose_threads(usable_cores(), load_average() if busy is None else busy)
+
+
+def busy_cores(window_s: float = SAMPLE_S, stat: Path = PROC_STAT) -> float | None:
+    """Cores' worth of CPU time the machine spent busy (not idle or waiting on I/O) over the next ``window_s``
+    seconds, this process's own share taken off; None where ``/proc/stat`` cannot be read (not Linux)."""
+    first = cpu_counters(stat)
+    if first is None:
+        return None
+    own = os.times()
+    time.sleep(window_s)
+    second = cpu_counters(stat)
+    if second is None:
+        return None
+    (busy0, total0, cores), (busy1, total1, _) = first, second
+    if total1 <= total0:
+        return None
+    spent = os.times()
+    own_s = (spent.user - own.user) + (spent.system - own.system)
+    wall_s = (total1 - total0) / cores / os.sysconf("SC_CLK_TCK")
+    busy = (busy1 - busy0) / (total1 - total0) * cores - (own_s / wall_s if wall_s > 0 else 0.0)
+    return max(0.0, busy)
+
+
+def cpu_counters(stat: Path = PROC_STAT) -> tuple[int, int, int] | None:
+    """``(busy ticks, all ticks, cpus)`` summed over the machine's CPUs from ``/proc/stat``'s ``cpu`` line."""
+    try:
+        lines = stat.read_text(encoding="ascii").splitlines()
+        fields = [int(v) for v in lines[0].split()[1:]]
+    except (OSError, ValueError, IndexError):
+        return None
+    if not lines[0].startswith("cpu ") or len(fields) < 5:
+        return None
+    cores = sum(1 for line in lines[1:] if line.startswith("cpu") and line[3:4].isdigit())
+    total = sum(fields[:8])  # user nice system idle iowait irq softirq steal (guest time is inside user)
+    return total - fields[3] - fields[4], total, max(1, cores)
 
 
 def usable_cores(cpu_max: Path = CGROUP_CPU_MAX) -> int:

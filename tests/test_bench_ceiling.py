@@ -8,7 +8,7 @@ import dspy
 import pytest
 
 from bench.cost.ceiling import ceiling, in_dspy
-from bench.cost.lm_speed import report
+from bench.cost.lm_speed import loaded_backend, report
 
 
 def _answer(lm) -> str:
@@ -47,3 +47,13 @@ def test_report_shows_the_ceiling_and_a_dash_for_rows_from_before_it(tmp_path):
     lines = report(path).splitlines()
     assert lines[2].endswith("| 11.0 (10.0, 12.0) | 3.0 (3.0) | – | – | `abc` |")
     assert lines[3].endswith("| 21.0 / 5.0 | 9.0 / 2.5 | `abc` |")
+
+
+def test_the_loaded_cpu_backend_is_read_from_the_process_maps(tmp_path):
+    maps = tmp_path / "maps"
+    line = "7f00-7f10 r-xp 00000000 fd:01 42 /venv/lib/python3.11/site-packages/bin/libggml-cpu-{}.so\n"
+    maps.write_text(line.format("cascadelake") * 2 + "7f20-7f30 r--p 0 fd:01 43 /usr/lib/libc.so.6\n")
+    assert loaded_backend(maps) == "cascadelake"
+    maps.write_text(line.format("haswell") + line.format("x64"))  # two backends mapped: not one to name
+    assert loaded_backend(maps) is None
+    assert loaded_backend(tmp_path / "missing") is None

@@ -155,12 +155,18 @@ def test_check_refuses_an_install_with_other_backends(wheel_tool, monkeypatch):
 
 
 HASWELL = "sse4_2 avx f16c fma avx2 bmi2"
-ZEN4 = HASWELL + " avx512f avx512cd avx512vl avx512dq avx512bw avx512_bf16"
+SKYLAKEX = HASWELL + " avx512f avx512cd avx512vl avx512dq avx512bw"
+ZEN4 = SKYLAKEX + " avx512vbmi avx512_vnni avx512_bf16"
 
 
 @pytest.mark.parametrize(("flags", "expected"), [
     (ZEN4 + " amx_tile", ["x64", "zen4"]),  # an AMX CPU gets zen4 too: the AMX variant crashed on one
-    (ZEN4.replace(" avx512_bf16", ""), ["x64", "haswell"]),  # AVX-512 without BF16 is not enough for zen4
+    (ZEN4.replace(" avx512vbmi", ""), ["x64", "cooperlake"]),  # zen4's kernels use VBMI: without it, not zen4
+    (SKYLAKEX + " avx512_vnni", ["x64", "cascadelake"]),  # AVX-512 with VNNI, no BF16 or VBMI (Cascade Lake)
+    (SKYLAKEX + " avx512vbmi avx512_vnni", ["x64", "icelake"]),
+    (SKYLAKEX, ["x64", "skylakex"]),
+    (SKYLAKEX.replace(" avx512bw", ""), ["x64", "haswell"]),  # llama.cpp's AVX-512 needs all five of F/CD/VL/DQ/BW
+    (HASWELL + " avx_vnni", ["x64", "alderlake"]),
     (HASWELL, ["x64", "haswell"]),
     ("sse4_2 avx", ["x64"]),
 ])

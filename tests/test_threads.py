@@ -10,7 +10,7 @@ import pytest
 from batch_fakes import QuestionEchoEngine
 
 from disambig.lm.speed import DecodeSpeedWatch, expected_decode_per_s, slow_decode_warning
-from disambig.lm.threads import cgroup_quota, choose_threads, usable_cores
+from disambig.lm.threads import busy_cores, cgroup_quota, choose_threads, cpu_counters, usable_cores
 
 QWEN_BYTES = 491_000_000  # Qwen2.5-Coder-0.5B Q4_K_M: expected 8e9 / 491e6 = 16.3 tokens/s, "far below" under 3.26
 
@@ -28,6 +28,40 @@ QWEN_BYTES = 491_000_000  # Qwen2.5-Coder-0.5B Q4_K_M: expected 8e9 / 491e6 = 16
 ])
 def test_threads_are_the_usable_cores_not_kept_busy(cores, busy, threads):
     assert choose_threads(cores, busy) == threads
+
+
+STAT = "cpu  {user} 0 {system} {idle} {iowait} 0 0 0 0 0\ncpu0 0 0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0 0 0\nintr 1\n"
+
+
+def test_busy_cores_are_the_busy_share_of_cpu_time_between_two_readings(tmp_path, monkeypatch):
+    stat = tmp_path / "stat"
+    stat.write_text(STAT.format(user=100, system=50, idle=800, iowait=50))
+    assert cpu_counters(stat) == (150, 1000, 2)
+
+    def one_core_busy_meanwhile(_seconds):  # 60 ticks on 2 cpus: 25 user + 5 system busy, 25 idle + 5 I/O wait
+        stat.write_text(STAT.format(user=125, system=55, idle=825, iowait=55))
+
+    monkeypatch.setattr("disambig.lm.threads.time.sleep", one_core_busy_meanwhile)
+    assert busy_cores(window_s=0.3, stat=stat) == pytest.approx(1.0, abs=0.05)  # 30 of 60 ticks, 2 cpus
+    assert busy_cores(stat=tmp_path / "missing") is None
+    stat.write_text("garbage\n")
+    assert cpu_counters(stat) is None
+
+
+@pytest.mark.slow
+def test_a_process_spinning_on_a_core_is_seen_busy_at_once():
+    import subprocess
+    import sys
+
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        import time
+
+        time.sleep(0.5)  # the spinner is running; the 1-minute load average has not noticed it yet
+        assert busy_cores() >= 0.5
+    finally:
+        spinner.kill()
+        spinner.wait()
 
 
 @pytest.mark.parametrize(("text", "cores"), [("200000 100000", 2.0), ("150000 100000", 1.5), ("max 100000", None),

@@ -58,13 +58,21 @@ COMMON_FILE = re.compile(r"libllama-common\.so")
 # How the sources are changed before the build (recorded in build.json and part of the cache key, so a wheel built
 # by an older recipe is not reused): bump it whenever keep_variants or without_common changes what gets built.
 RECIPE = "variants+common-off"
-# The variants ``auto`` picks from, best first, with the CPU flags (as /proc/cpuinfo names them) of the instruction
-# sets llama.cpp compiles each with (its ggml_add_cpu_backend_variant lines). ``sapphirerapids`` (AMX) is left out:
-# it died of an illegal instruction on an AMX CPU, which loads zen4 instead (disambig.lm.llama_engine).
+# The variants ``auto`` picks from, best first, with the CPU flags (as /proc/cpuinfo names them) that llama.cpp's
+# loader requires of each (its ggml_add_cpu_backend_variant lines; ggml-cpu's x86 score refuses a variant missing
+# any). ``sapphirerapids`` (AMX) is left out: it died of an illegal instruction on an AMX CPU, which loads zen4
+# instead (disambig.lm.llama_engine).
+_AVX2 = {"sse4_2", "avx", "f16c", "fma", "avx2", "bmi2"}
+_AVX512 = _AVX2 | {"avx512f", "avx512cd", "avx512vl", "avx512dq", "avx512bw"}
 AUTO_VARIANTS = (
-    ("zen4", {"sse4_2", "avx", "f16c", "fma", "avx2", "bmi2", "avx512f", "avx512cd", "avx512vl", "avx512dq", "avx512bw",
-              "avx512_bf16"}),
-    ("haswell", {"sse4_2", "avx", "f16c", "fma", "avx2", "bmi2"}),
+    ("zen4", _AVX512 | {"avx512vbmi", "avx512_vnni", "avx512_bf16"}),
+    ("cooperlake", _AVX512 | {"avx512_vnni", "avx512_bf16"}),
+    ("icelake", _AVX512 | {"avx512vbmi", "avx512_vnni"}),
+    ("cascadelake", _AVX512 | {"avx512_vnni"}),
+    ("cannonlake", _AVX512 | {"avx512vbmi"}),
+    ("skylakex", _AVX512),
+    ("alderlake", _AVX2 | {"avx_vnni"}),
+    ("haswell", _AVX2),
 )
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -30,13 +31,28 @@ from bench.harness import Rows, Script, cpu_name
 SCRIPT = Script.of(__file__)
 
 
-def build_name() -> str:
-    """``portable`` for a build with its CPU backend built in, ``dispatch`` for one loading a backend per CPU."""
+def build_name(maps: Path = Path("/proc/self/maps")) -> str:
+    """``portable`` for a build with its CPU backend built in, ``dispatch`` for one loading a backend per CPU,
+    with the backend this process loaded where it can tell (``dispatch (cascadelake)``; call it after a model
+    loaded)."""
     import llama_cpp
 
     from disambig.lm.llama_engine import cpu_backend_dir
 
-    return "dispatch" if cpu_backend_dir(Path(llama_cpp.__file__).parent) else "portable"
+    if not cpu_backend_dir(Path(llama_cpp.__file__).parent):
+        return "portable"
+    loaded = loaded_backend(maps)
+    return "dispatch" if loaded is None else f"dispatch ({loaded})"
+
+
+def loaded_backend(maps: Path = Path("/proc/self/maps")) -> str | None:
+    """The CPU variant whose ``libggml-cpu-<variant>.so`` this process has mapped (Linux), or None."""
+    try:
+        text = maps.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    found = sorted(set(re.findall(r"libggml-cpu-([a-z0-9_]+)\.so", text)))
+    return found[0] if len(found) == 1 else None
 
 
 def measure(model: str, threads: int, repeats: int) -> dict:
