@@ -6,8 +6,9 @@ STAMP := $(VENV)/.disambig-installed
 # llama.cpp built with runtime dispatch: one CPU backend per CPU family, the best for this CPU chosen at load
 # (zen4 on AMD EPYC: ~1.6x the portable build's prefill, docs/benchmarks.md). Not the native build, which
 # crashed on prompt prefill on AMX CPUs; DISAMBIG_LLAMA_CPU_VARIANT=haswell picks a safer backend at run time.
-# Only this CPU's family is built (of llama.cpp's 14), with the portable x64 beside it: `auto` picks zen4 (AVX-512
-# with BF16: AMD EPYC, Intel Xeon with AMX) or haswell (AVX2); LLAMA_CPU_VARIANTS="x64 haswell zen4
+# Only this CPU's family is built (of llama.cpp's 14), with the portable x64 beside it: `auto` picks the best the CPU
+# runs, zen4 (AMD EPYC, Intel Xeon with AMX), cascadelake (AVX-512 with VNNI, no BF16: 1.9x haswell's prefill there),
+# ... or haswell (AVX2); LLAMA_CPU_VARIANTS="x64 haswell zen4
 # sapphirerapids" builds a wheel for several machines. No multimodal library (LLAVA_BUILD, unused) and no llama.cpp
 # `common` library (nothing loads it; it was half the compile). tools/llama_cpp_wheel.py builds that
 # wheel once per machine into LLAMA_WHEELS, keyed by the pinned version, the variants, CMAKE_ARGS and the recipe (docs/models.md).
