@@ -20,7 +20,9 @@ from pathlib import Path
 MAX_AUTO_THREADS = 8  # decode is bound by memory bandwidth: more threads than this add little and cost others cores
 CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
 PROC_STAT = Path("/proc/stat")
-SAMPLE_S = 0.3  # how long the CPU counters are watched: 30 clock ticks a core, enough to see a core kept busy
+SAMPLE_S = 0.1  # how long the CPU counters are watched: 10 clock ticks a core, enough to see a core kept busy
+REUSE_S = 10.0  # a process asks more than once as it starts (settings, the LM, the verifier): one reading serves
+_LAST: list[tuple[float, int]] = []  # (monotonic time, threads) of this process's last reading
 
 
 def choose_threads(usable_cores: int, busy: float, most: int = MAX_AUTO_THREADS) -> int:
@@ -38,8 +40,13 @@ def choose_threads(usable_cores: int, busy: float, most: int = MAX_AUTO_THREADS)
 def free_threads() -> int:
     """``choose_threads`` for this machine now: its usable cores and the cores busy now (``busy_cores``), or its
     1-minute load average where the CPU counters cannot be read."""
+    now = time.monotonic()
+    if _LAST and now - _LAST[0][0] < REUSE_S:
+        return _LAST[0][1]
     busy = busy_cores()
-    return choose_threads(usable_cores(), load_average() if busy is None else busy)
+    threads = choose_threads(usable_cores(), load_average() if busy is None else busy)
+    _LAST[:] = [(now, threads)]
+    return threads
 
 
 def busy_cores(window_s: float = SAMPLE_S, stat: Path = PROC_STAT) -> float | None:

@@ -10,7 +10,7 @@ import pytest
 from batch_fakes import QuestionEchoEngine
 
 from disambig.lm.speed import DecodeSpeedWatch, expected_decode_per_s, slow_decode_warning
-from disambig.lm.threads import busy_cores, cgroup_quota, choose_threads, cpu_counters, usable_cores
+from disambig.lm.threads import busy_cores, cgroup_quota, choose_threads, cpu_counters, free_threads, usable_cores
 
 QWEN_BYTES = 491_000_000  # Qwen2.5-Coder-0.5B Q4_K_M: expected 8e9 / 491e6 = 16.3 tokens/s, "far below" under 3.26
 
@@ -46,6 +46,18 @@ def test_busy_cores_are_the_busy_share_of_cpu_time_between_two_readings(tmp_path
     assert busy_cores(stat=tmp_path / "missing") is None
     stat.write_text("garbage\n")
     assert cpu_counters(stat) is None
+
+
+def test_one_reading_serves_a_starting_process_then_the_cores_are_read_again(monkeypatch):
+    readings = iter([0.0, 5.0])
+    clock = iter([100.0, 105.0, 111.0])
+    monkeypatch.setattr("disambig.lm.threads._LAST", [])
+    monkeypatch.setattr("disambig.lm.threads.busy_cores", lambda: next(readings))
+    monkeypatch.setattr("disambig.lm.threads.usable_cores", lambda: 4)
+    monkeypatch.setattr("disambig.lm.threads.time.monotonic", lambda: next(clock))
+    assert free_threads() == 4  # idle: all four
+    assert free_threads() == 4  # 5 s later: the same reading, no second wait
+    assert free_threads() == 1  # 11 s later: read again, five cores' worth busy
 
 
 @pytest.mark.slow
