@@ -191,10 +191,7 @@ class BatchDecoder:
         if self._context is None:
             import llama_cpp
 
-            # the library's own context settings (attention kernel, KV types...), so that a lone reply's arithmetic
-            # is the library's: llama.cpp's default turns flash attention on where llama-cpp-python turns it off
-            library = self.llama.context_params
-            params = type(library).from_buffer_copy(library)
+            params = library_settings(self.llama.context_params, llama_cpp.llama_context_default_params())
             params.n_ctx, params.n_batch, params.n_ubatch = self.ctx, BATCH_TOKENS, BATCH_TOKENS
             params.n_seq_max, params.kv_unified = MAX_SEQUENCES, True
             params.n_threads = params.n_threads_batch = self.threads
@@ -213,6 +210,22 @@ class BatchDecoder:
             llama_cpp.llama_batch_free(self._batch)
             llama_cpp.llama_free(self._context)
             self._context = self._batch = None
+
+
+def library_settings(library: Any, params: Any) -> Any:
+    """``params`` (a fresh ``llama_context_params``) given every setting of the library's context ``library``
+    (attention kernel, KV types, RoPE...), so that a lone reply's arithmetic is the library's: llama.cpp's default
+    turns flash attention on where llama-cpp-python turns it off. Pointers (callbacks, samplers, another context) stay
+    the fresh ones': they belong to the context they were made for."""
+    import ctypes
+
+    fields = type(library)._fields_
+    pointers = {name for name, kind in fields if kind is ctypes.c_void_p
+                or issubclass(kind, (ctypes._Pointer, ctypes._CFuncPtr))}
+    for name, _ in fields:
+        if name not in pointers and name.removeprefix("n_") not in pointers:  # n_samplers goes with samplers
+            setattr(params, name, getattr(library, name))
+    return params
 
 
 def shared_prefix(prompts: list[list[int]]) -> int:

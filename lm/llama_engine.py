@@ -279,7 +279,7 @@ CPU_VARIANT_ENV = "DISAMBIG_LLAMA_CPU_VARIANT"
 # On a CPU that reports AMX, llama.cpp's best pick (``sapphirerapids``, the AMX kernels) died of an illegal
 # instruction at the first prefill (an Intel Xeon VM reporting amx_tile), so the AVX-512 variants are tried first,
 # best first; naming ``sapphirerapids`` in the variable still loads it.
-NO_AMX_ORDER = ("zen4", "cooperlake", "cascadelake", "icelake", "cannonlake", "skylakex", "alderlake", "haswell",
+NO_AMX_ORDER = ("zen4", "cooperlake", "icelake", "cascadelake", "cannonlake", "skylakex", "alderlake", "haswell",
                 "sandybridge", "ivybridge", "sse42", "x64")
 _BACKEND_LOCK = threading.Lock()  # two engines (program and verifier LM) may load at once: register backends once
 

@@ -22,7 +22,7 @@ CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
 PROC_STAT = Path("/proc/stat")
 SAMPLE_S = 0.1  # how long the CPU counters are watched: 10 clock ticks a core, enough to see a core kept busy
 REUSE_S = 10.0  # a process asks more than once as it starts (settings, the LM, the verifier): one reading serves
-_LAST: list[tuple[float, int]] = []  # (monotonic time, threads) of this process's last reading
+_LAST: list[tuple[float, float]] = []  # (monotonic time, busy cores) of this process's last reading
 
 
 def choose_threads(usable_cores: int, busy: float, most: int = MAX_AUTO_THREADS) -> int:
@@ -41,23 +41,27 @@ def free_threads() -> int:
     """``choose_threads`` for this machine now: its usable cores and the cores busy now (``busy_cores``), or its
     1-minute load average where the CPU counters cannot be read."""
     now = time.monotonic()
-    if _LAST and now - _LAST[0][0] < REUSE_S:
-        return _LAST[0][1]
-    busy = busy_cores()
-    threads = choose_threads(usable_cores(), load_average() if busy is None else busy)
-    _LAST[:] = [(now, threads)]
-    return threads
+    if not _LAST or now - _LAST[0][0] >= REUSE_S:
+        busy = busy_cores()
+        _LAST[:] = [(now, load_average() if busy is None else busy)]
+    return choose_threads(usable_cores(), _LAST[0][1])
 
 
-def busy_cores(window_s: float = SAMPLE_S, stat: Path = PROC_STAT) -> float | None:
-    """Cores' worth of CPU time the machine spent busy (not idle or waiting on I/O) over the next ``window_s``
-    seconds, this process's own share taken off; None where ``/proc/stat`` cannot be read (not Linux)."""
-    first = cpu_counters(stat)
+def busy_cores(window_s: float = SAMPLE_S, stat: Path = PROC_STAT, cpus: set[int] | None = None) -> float | None:
+    """Cores' worth of CPU time the CPUs this process may run on (``cpus``, default its affinity) spent busy (not
+    idle or waiting on I/O) over the next ``window_s`` seconds, this process's own share taken off; None where
+    ``/proc/stat`` cannot be read (not Linux)."""
+    if cpus is None:
+        try:
+            cpus = set(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            return None
+    first = cpu_counters(stat, cpus)
     if first is None:
         return None
     own = os.times()
     time.sleep(window_s)
-    second = cpu_counters(stat)
+    second = cpu_counters(stat, cpus)
     if second is None:
         return None
     (busy0, total0, cores), (busy1, total1, _) = first, second
@@ -70,18 +74,27 @@ def busy_cores(window_s: float = SAMPLE_S, stat: Path = PROC_STAT) -> float | No
     return max(0.0, busy)
 
 
-def cpu_counters(stat: Path = PROC_STAT) -> tuple[int, int, int] | None:
-    """``(busy ticks, all ticks, cpus)`` summed over the machine's CPUs from ``/proc/stat``'s ``cpu`` line."""
+def cpu_counters(stat: Path, cpus: set[int]) -> tuple[int, int, int] | None:
+    """``(busy ticks, all ticks, cpus counted)`` summed over the ``cpuN`` lines of ``/proc/stat`` whose N is in
+    ``cpus``; None when none of them can be read."""
     try:
         lines = stat.read_text(encoding="ascii").splitlines()
-        fields = [int(v) for v in lines[0].split()[1:]]
-    except (OSError, ValueError, IndexError):
+    except OSError:
         return None
-    if not lines[0].startswith("cpu ") or len(fields) < 5:
-        return None
-    cores = sum(1 for line in lines[1:] if line.startswith("cpu") and line[3:4].isdigit())
-    total = sum(fields[:8])  # user nice system idle iowait irq softirq steal (guest time is inside user)
-    return total - fields[3] - fields[4], total, max(1, cores)
+    busy = total = counted = 0
+    for line in lines:
+        name, _, rest = line.partition(" ")
+        if not (name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cpus):
+            continue
+        try:
+            fields = [int(v) for v in rest.split()]
+        except ValueError:
+            return None
+        if len(fields) < 5:
+            return None
+        all_ticks = sum(fields[:8])  # user nice system idle iowait irq softirq steal (guest time is inside user)
+        busy, total, counted = busy + all_ticks - fields[3] - fields[4], total + all_ticks, counted + 1
+    return (busy, total, counted) if counted else None
 
 
 def usable_cores(cpu_max: Path = CGROUP_CPU_MAX) -> int:

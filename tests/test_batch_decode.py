@@ -7,7 +7,7 @@ import dspy
 import pytest
 
 from disambig.lm import make_lm
-from disambig.lm.batch_decode import MAX_SEQUENCES, BatchDecoder, Job, shared_prefix
+from disambig.lm.batch_decode import MAX_SEQUENCES, BatchDecoder, Job, library_settings, shared_prefix
 from disambig.lm.call_batcher import IN_GROUP
 from disambig.lm.parallel import ordered_map
 from disambig.lm.usage import measured
@@ -116,3 +116,17 @@ def test_groups_fit_the_context_and_the_sequence_limit():
     assert [len(g) for g in decoder._groups(jobs)] == [2, 1]
     many = [Job(prompt=[1], max_tokens=1) for _ in range(MAX_SEQUENCES + 1)]
     assert [len(g) for g in decoder._groups(many)] == [MAX_SEQUENCES, 1]
+
+
+def test_the_batch_context_takes_the_librarys_settings_but_not_its_pointers():
+    import llama_cpp
+
+    library = llama_cpp.llama_context_default_params()
+    library.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED  # what llama-cpp-python's Llama sets
+    library.type_k, library.n_ctx, library.n_samplers = 1, 1234, 3
+    library.cb_eval_user_data = library.ctx_other = 12345
+    fresh = llama_cpp.llama_context_default_params()
+    assert fresh.flash_attn_type != llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED  # llama.cpp's default: auto
+    params = library_settings(library, fresh)
+    assert (params.flash_attn_type, params.type_k, params.n_ctx) == (llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED, 1, 1234)
+    assert params.cb_eval_user_data is None and params.ctx_other is None and params.n_samplers == 0

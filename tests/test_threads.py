@@ -4,11 +4,14 @@ with the setting that fixes it (hand-made core counts, loads and decode counts; 
 from __future__ import annotations
 
 import logging
+import time
+from types import SimpleNamespace
 
 import dspy
 import pytest
 from batch_fakes import QuestionEchoEngine
 
+from disambig.lm import threads
 from disambig.lm.speed import DecodeSpeedWatch, expected_decode_per_s, slow_decode_warning
 from disambig.lm.threads import busy_cores, cgroup_quota, choose_threads, cpu_counters, free_threads, usable_cores
 
@@ -30,33 +33,36 @@ def test_threads_are_the_usable_cores_not_kept_busy(cores, busy, threads):
     assert choose_threads(cores, busy) == threads
 
 
-STAT = "cpu  {user} 0 {system} {idle} {iowait} 0 0 0 0 0\ncpu0 0 0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0 0 0\nintr 1\n"
+STAT = ("cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 {user} 0 {system} {idle} {iowait} 0 0 0 0 0\n"
+        "cpu1 {user} 0 {system} {idle} {iowait} 0 0 0 0 0\ncpu2 0 0 0 999 0 0 0 0 0 0\nintr 1\n")
 
 
 def test_busy_cores_are_the_busy_share_of_cpu_time_between_two_readings(tmp_path, monkeypatch):
     stat = tmp_path / "stat"
-    stat.write_text(STAT.format(user=100, system=50, idle=800, iowait=50))
-    assert cpu_counters(stat) == (150, 1000, 2)
+    stat.write_text(STAT.format(user=50, system=25, idle=400, iowait=25))
+    assert cpu_counters(stat, {0, 1}) == (150, 1000, 2)  # cpu2 is not ours; the machine's "cpu" line is not read
 
-    def one_core_busy_meanwhile(_seconds):  # 60 ticks on 2 cpus: 25 user + 5 system busy, 25 idle + 5 I/O wait
-        stat.write_text(STAT.format(user=125, system=55, idle=825, iowait=55))
+    def half_busy_meanwhile(_seconds):  # 30 ticks a cpu: 15 busy (user, system), 15 idle or waiting on I/O
+        stat.write_text(STAT.format(user=62, system=28, idle=412, iowait=28))
 
-    monkeypatch.setattr("disambig.lm.threads.time.sleep", one_core_busy_meanwhile)
-    assert busy_cores(window_s=0.3, stat=stat) == pytest.approx(1.0, abs=0.05)  # 30 of 60 ticks, 2 cpus
-    assert busy_cores(stat=tmp_path / "missing") is None
+    monkeypatch.setattr(threads, "time", SimpleNamespace(sleep=half_busy_meanwhile, monotonic=time.monotonic))
+    assert busy_cores(window_s=0.3, stat=stat, cpus={0, 1}) == pytest.approx(1.0, abs=0.05)  # 30 of 60 ticks
+    assert busy_cores(stat=tmp_path / "missing", cpus={0, 1}) is None
     stat.write_text("garbage\n")
-    assert cpu_counters(stat) is None
+    assert cpu_counters(stat, {0, 1}) is None
 
 
 def test_one_reading_serves_a_starting_process_then_the_cores_are_read_again(monkeypatch):
     readings = iter([0.0, 5.0])
-    clock = iter([100.0, 105.0, 111.0])
-    monkeypatch.setattr("disambig.lm.threads._LAST", [])
-    monkeypatch.setattr("disambig.lm.threads.busy_cores", lambda: next(readings))
-    monkeypatch.setattr("disambig.lm.threads.usable_cores", lambda: 4)
-    monkeypatch.setattr("disambig.lm.threads.time.monotonic", lambda: next(clock))
+    clock = iter([100.0, 105.0, 105.0, 111.0])
+    monkeypatch.setattr(threads, "_LAST", [])
+    monkeypatch.setattr(threads, "busy_cores", lambda: next(readings))
+    monkeypatch.setattr(threads, "usable_cores", lambda: 4)
+    monkeypatch.setattr(threads, "time", SimpleNamespace(monotonic=lambda: next(clock), sleep=time.sleep))
     assert free_threads() == 4  # idle: all four
     assert free_threads() == 4  # 5 s later: the same reading, no second wait
+    monkeypatch.setattr(threads, "usable_cores", lambda: 2)
+    assert free_threads() == 2  # the reading is reused, the usable cores are not: they are asked again
     assert free_threads() == 1  # 11 s later: read again, five cores' worth busy
 
 
