@@ -11,6 +11,7 @@ import dspy
 from disambig.lm.usage import Trace
 from disambig.programs.conflicts import Conflict, conflict_note, with_note
 from disambig.programs.flags import answer_flags
+from disambig.programs.passage_talk import without_passage_talk
 from disambig.programs.prompt_echo import clean_prediction, strip_prompt_echo
 
 
@@ -36,9 +37,10 @@ def make_prediction(
     Fields: ``interpretations`` (list of dicts), ``long_answer``, ``passages`` (the passages the answer was
     written from, as ``{id, title, text}`` dicts, for retrieval metrics), ``conflicts``, ``conflict_note`` and
     ``trace`` (dict). The readings and the long answer are cleaned of any prompt text of ours a model echoed
-    (``disambig.programs.prompt_echo``); the trace's ``notes`` gain ``prompt_echo`` (``removed`` cuts,
-    ``dropped_readings`` left with no answer) and ``flags``, the injection warning signs of
-    ``disambig.programs.flags.answer_flags`` in the cleaned answer.
+    (``disambig.programs.prompt_echo``) and of talk about the passages the reader never sees
+    (``disambig.programs.passage_talk``); the trace's ``notes`` gain ``prompt_echo`` (``removed`` cuts,
+    ``dropped_readings`` left with no answer), ``passage_talk`` (sentences changed or dropped) and ``flags``, the
+    injection warning signs of ``disambig.programs.flags.answer_flags`` in the cleaned answer.
 
     ``conflicts`` are the readings the passages answer in different ways (``disambig.programs.conflicts``; only
     RAC's and VerDICt's programs find them), as ``[{question, answers: [{answer, passage_ids}]}]``, empty when there
@@ -49,13 +51,14 @@ def make_prediction(
     """
     cleaned = clean_prediction([asdict(i) | {"passage_ids": list(i.passage_ids)} for i in interpretations],
                                long_answer)
-    readings, long_answer = cleaned.interpretations, cleaned.long_answer
+    readings, long_answer, talk = without_passage_talk(cleaned.interpretations, cleaned.long_answer)
     shown = [{"id": p.id, "title": p.title, "text": p.text} for p in passages]
     disagree = _without_echo(conflicts)
     note = conflict_note(disagree, passages)
     traced = asdict(trace)
     echo = {"removed": cleaned.removed, "dropped_readings": cleaned.dropped_readings}
-    traced["notes"] = {**traced["notes"], "prompt_echo": echo, "flags": answer_flags(readings, long_answer, shown),
+    traced["notes"] = {**traced["notes"], "prompt_echo": echo, "passage_talk": talk,
+                       "flags": answer_flags(readings, long_answer, shown),
                        "conflicts": len(disagree)}
     return dspy.Prediction(interpretations=readings, long_answer=with_note(long_answer, note), passages=shown,
                            conflicts=[c.as_dict() for c in disagree], conflict_note=note, trace=traced)
