@@ -27,17 +27,21 @@ from disambig.programs.result import Interpretation, make_prediction
     # rule 1: a sentence only about where the answer is, or what the passages lack, is dropped ...
     ("The passage that provides the answer is [5].", ""),
     ("The other three passages do not provide any information about the elimination.", ""),
-    ("The quoted passages provide information about the plane crash.", ""),
+    ("The second passage also confirms this.", ""),
+    ("These passages provide a clear and concise answer to the question.", ""),
     ("This is stated in the second passage.", ""),
     ("The passage [1] states that", ""),  # a reply cut short after its lead-in
     # ... unless it carries a fact in a that-clause
     ("The passage [4] provides context by mentioning that Friday Night Lights is a drama.",
      "Friday Night Lights is a drama."),
+    ("The quoted passages support the answer that East Dillon wins.", "East Dillon wins."),
     ("The information is provided in the first passage, which states that the parks opened in 1936.",
      "The parks opened in 1936."),
     # left alone: no passage talk, or a mention that cutting would break
     ("The passage of the bill provides funding.", "The passage of the bill provides funding."),
     ("The first passage describes the car as a Sunbeam.", "The first passage describes the car as a Sunbeam."),
+    ("The quoted passages provide information about Christine Sinclair, who scored 187 goals.",  # the answer is there
+     "The quoted passages provide information about Christine Sinclair, who scored 187 goals."),
 ])
 def test_one_sentence(sentence, expected):
     cleaned = strip_passage_talk(sentence)
