@@ -43,7 +43,7 @@ _VERB = r"(?:states?|says|mentions?|notes?|indicates?|confirms?|reports?|explain
         r"specifies|specify|lists?|clarifies|clarify)"
 _ADVERB = r"(?:also|further|explicitly|clearly|directly|specifically|additionally)"
 _FACT = re.compile(r"\b(?:(?:by\s+|when\s+)?(?:mentioning|stating|noting|saying|explaining|indicating|showing)"
-                   r"(?:\s+that)?|(?:which|that)\s+(?:states?|says|mentions?|notes?)(?:\s+that|\s*:)?|"
+                   r"(?:\s+that)?|(?:which|that)\s+(?:states?|says|mentions?|notes?)(?:\s+that|\s*:)|"
                    r"supports?\s+the\s+answer\s+that)\s+(.+)$",
                    re.IGNORECASE | re.DOTALL)
 
@@ -120,7 +120,8 @@ def _clean_sentence(sentence: str) -> str:
     """One sentence without its passage talk: rule 1, else rules 2 and 3 of the module docstring ("" to drop)."""
     if any(p.search(sentence) for p in _SOURCE_ONLY):
         fact = _FACT.search(sentence)
-        return _capitalised(_unquoted(fact.group(1))) if fact else ""
+        kept = _unquoted(fact.group(1)) if fact else ""
+        return _capitalised(kept) if len(re.findall(r"\w+", kept)) >= 2 else ""
     cleaned = sentence
     for pattern in _LEAD_INS:
         cut = pattern.sub("", cleaned, count=1)

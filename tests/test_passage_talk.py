@@ -31,6 +31,8 @@ from disambig.programs.result import Interpretation, make_prediction
     ("These passages provide a clear and concise answer to the question.", ""),
     ("This is stated in the second passage.", ""),
     ("The passage [1] states that", ""),  # a reply cut short after its lead-in
+    ("This can be seen in the first passage of the given text, which states that", ""),
+    ("This is stated in the passage that mentions the V-2 rocket reaching space.", ""),  # no that-clause: no fact
     # ... unless it carries a fact in a that-clause
     ("The passage [4] provides context by mentioning that Friday Night Lights is a drama.",
      "Friday Night Lights is a drama."),
