@@ -1,5 +1,5 @@
-"""``bench/quality/spiderqa_table.py`` and ``bench/quality/amd_table.py``: tables made from stored runs, without an
-LM."""
+"""``bench/quality/spiderqa_table.py``, ``amd_table.py``, ``passage_talk.py`` and ``bench/cost/speed_table.py``:
+tables made from stored runs, without an LM."""
 
 from __future__ import annotations
 
@@ -104,3 +104,34 @@ def test_amd_table_names_a_compiled_expansion_after_its_retriever(tmp_path, benc
     assert "could not be parsed for 15 (searched with the query alone); reflection kept 0 of the 104" in text
     assert "ASQA retrieval set" in text and "poster" not in text.split("####")[1]
 
+
+
+def test_speed_table_averages_seconds_calls_and_tokens_per_question(tmp_path, bench):
+    speed = bench("bench.cost.speed_table")
+    run = tmp_path / "runs" / "m-vanilla"
+    run.mkdir(parents=True)
+    (run / "params.json").write_text(json.dumps({"program": "vanilla-rag", "dataset": "q.jsonl", "lm": "local:m"}))
+    traces = [{"seconds": 30.0, "lm_calls": 2, "input_tokens": 1000, "reused_prompt_tokens": 0, "output_tokens": 100},
+              {"seconds": 10.0, "lm_calls": 2, "input_tokens": 1200, "reused_prompt_tokens": 600, "output_tokens": 50},
+              {"seconds": 20.0, "lm_calls": 3, "input_tokens": 800, "reused_prompt_tokens": 300, "output_tokens": 30}]
+    write_jsonl(run / "results.jsonl", [{"id": f"q{i}", "code": {"commit": "abc123", "dirty": False}, "trace": t,
+                                         "prediction": {"long_answer": "x"}, "error": None}
+                                        for i, t in enumerate(traces)])
+    row = speed.measure(run)
+    # mean (30 + 10 + 20) / 3 = 20; without the first (10 + 20) / 2 = 15; median 20; calls 7 / 3; reused 900 / 3
+    assert (row["n"], row["mean"], row["rest"], row["median"]) == (3, 20.0, 15.0, 20.0)
+    assert row["calls"] == pytest.approx(7 / 3) and row["reused"] == 300 and row["generated"] == 60
+    assert row["interval"].low <= 20.0 <= row["interval"].high and row["value"] is None
+    assert "| local:m | vanilla-rag | 3 | 20.0 [" in speed.table([row]) and "| 1,000 (300) | 60 | – | `abc123` |" \
+        in speed.table([row])
+
+
+def test_passage_talk_bench_cleans_stored_rows_without_changing_them(tmp_path, bench):
+    talk = bench("bench.quality.passage_talk")
+    stored = [{"id": "q1", "prediction": {"long_answer": "The passage states that Koepka won. He won in 2017.",
+                                          "interpretations": [{"question": "Who won?", "answer": "Koepka"}]}},
+              {"id": "q2", "prediction": None, "error": "timeout"}]
+    cleaned, changed = talk.cleaned_rows(stored)
+    assert cleaned[0]["prediction"]["long_answer"] == "Koepka won. He won in 2017." and changed == 1
+    assert cleaned[1] == stored[1] and stored[0]["prediction"]["long_answer"].startswith("The passage")
+    assert (talk.naming(stored), talk.naming(cleaned)) == (1, 0)
