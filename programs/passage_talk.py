@@ -34,14 +34,19 @@ _ORDINAL = r"(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth
 # "the passage", "the first and second passages", "passage [3]", "the passages [1] and [2]", "the given text"
 _NUMBERS = r"(?:\s*\[\d+\](?:\s*(?:,|and)\s*\[\d+\])*)?"
 _COUNT = r"(?:two|three|four|five|several|\d+)"
-PASSAGE = (rf"(?:(?:the|this|that|these|those|both|all)\s+)?(?:{_ORDINAL}\s+(?:(?:and|,)\s*{_ORDINAL}\s+)*)*"
-           rf"(?:{_COUNT}\s+)?"
+_ORDINALS = rf"(?:{_ORDINAL}\s+(?:(?:and|,)\s*{_ORDINAL}\s+)*)"
+PASSAGE = (rf"(?:(?:the|this|that|these|those|both|all)\s+)?{_ORDINALS}*(?:{_COUNT}\s+)?"
            rf"(?:passages?{_NUMBERS}|(?:given|provided|quoted)\s+text)")
-# after "according to", "in", "as stated in": also "the passage from X", "the first passage of the given text"
-SOURCED = rf"{PASSAGE}(?:\s+(?:of|from|about|on)\s+[^.,;]*?)?"
+# A passage named so that it cannot be a corridor or a bill's passage: with an ordinal, a number, or in the plural.
+MARKED = (rf"(?:(?:the|this|that|these|those|both|all)\s+)?(?:{_ORDINALS}+(?:{_COUNT}\s+)?passages?{_NUMBERS}|"
+          rf"(?:{_COUNT}\s+)?passages{_NUMBERS}|passages?\s*\[\d+\]|(?:given|provided|quoted)\s+text)")
+# after "according to", "as stated in": also "the passage from X", "the first passage about X" (never "of": "the
+# passage of the bill")
+SOURCED = rf"{PASSAGE}(?:\s+(?:from|about|on)\s+[^.,;]*?)?"
 _VERB = r"(?:states?|says|mentions?|notes?|indicates?|confirms?|reports?|explains?|shows?|reveals?|suggests?|" \
         r"specifies|specify|lists?|clarifies|clarify)"
 _ADVERB = r"(?:also|further|explicitly|clearly|directly|specifically|additionally)"
+_LACKS = r"(?:mention|provide|contain|state|say|include|discuss|give|specify|answer|describe|support|address)"
 _FACT = re.compile(r"\b(?:(?:by\s+|when\s+)?(?:mentioning|stating|noting|saying|explaining|indicating|showing)"
                    r"(?:\s+that)?|(?:which|that)\s+(?:states?|says|mentions?|notes?)(?:\s+that|\s*:)|"
                    r"supports?\s+the\s+answer\s+that)\s+(.+)$",
@@ -57,17 +62,18 @@ _IT_IS_STATED = re.compile(r"^it\s+is\s+(?:stated|mentioned|said|noted)\s+that\s
 _SOURCE_ONLY = tuple(re.compile(p, re.IGNORECASE) for p in (
     rf"^{PASSAGE}\s+(?:that|which)\s+(?:\w+\s+){{0,2}}(?:provides?|gives?|answers?|contains?|supports?)\b.*\bis\b",
     rf"^{PASSAGE}\s+that\s+(?:\w+\s+)?(?:provides?|gives?|answers?)\s+the\s+answer\b",
-    rf"^{PASSAGE}\s+(?:do|does|did)\s+not\b",
+    rf"^{PASSAGE}\s+(?:do|does|did)\s+not\s+(?:\w+\s+)?{_LACKS}",
     rf"^the\s+information\s+is\s+(?:provided|given|found|stated)\s+in\s+{PASSAGE}",
     rf"^{PASSAGE}(?:\s+{_ADVERB})*\s+(?:(?:confirms?|supports?|describes?)\s+(?:this|the\s+same)|"
     r"supports?\s+the\s+answer|provides?\s+an?\s+(?:\w+\s+){0,4}answer)\b",
     r"^this(?:\s+information)?\s+(?:is|can\s+be|was)\s+(?:\w+\s+){0,2}(?:seen|stated|mentioned|described|shown|"
-    r"evident|provided|found|confirmed|given|supported|determined|evidenced|indicated)\b.*\b(?:passages?|text)\b",
-    r"^no\s+(?:other\s+)?passages?\b",
+    rf"evident|provided|found|confirmed|given|supported|determined|evidenced|indicated)\b.*\b(?:in|from|by)\s+{PASSAGE}",
+    rf"^no\s+(?:other\s+)?passages?\s+(?:\w+\s+)?{_LACKS}",
 ))
-_TRAILING = re.compile(rf",?\s+(?:according\s+to|as\s+(?:stated|mentioned|described|shown|noted)\s+in|in)\s+{SOURCED}"
-                       r"(?=\s*[.!?]?\s*$)", re.IGNORECASE)
+_TRAILING = re.compile(rf"(?<=\S),?\s+(?:(?:according\s+to|as\s+(?:stated|mentioned|described|shown|noted)\s+in)\s+"
+                       rf"{SOURCED}|in\s+{MARKED})(?=\s*[.!?]?\s*$)", re.IGNORECASE)
 _QUOTES = "'\"\u2018\u2019\u201c\u201d"
+_SPLIT = re.compile(r"(?<=[.!?])(\s+)")
 
 
 @dataclass(frozen=True)
@@ -78,28 +84,55 @@ class Talkless:
     changed: int
 
 
+@dataclass(frozen=True)
+class TalklessPrediction:
+    """A prediction's readings and long answer with the passage talk taken out, and the sentences changed in all."""
+
+    interpretations: list[dict[str, Any]]
+    long_answer: str
+    changed: int
+
+
 def strip_passage_talk(text: str) -> Talkless:
-    """``text`` with the passage talk of the module docstring taken out (unchanged, ``changed`` 0, when there is
-    none). Not a string (None): returned as it is."""
+    """Take the passage talk of the module docstring out of ``text``.
+
+    Args:
+        text: a long answer, or a reading's question or answer.
+
+    Returns:
+        The text with each changed sentence replaced where it stood and each dropped one removed with the space
+        before it (line breaks and spacing elsewhere kept), and how many sentences changed; ``text`` itself, with 0,
+        when nothing changed (a non-string such as None included).
+    """
     if not isinstance(text, str) or not re.search(r"\bpassages?\b|\b(?:given|provided|quoted)\s+text\b", text,
                                                   re.IGNORECASE):
         return Talkless(text, 0)
-    pieces, changed = [], 0
-    for sentence in _sentences(text):
+    parts = _SPLIT.split(text)  # sentence, space, sentence, space, ...
+    kept, changed = [], 0
+    for index in range(0, len(parts), 2):
+        sentence = parts[index]
         body = sentence.strip()
-        cleaned = _clean_sentence(body)
-        if cleaned != body:
-            changed += 1
-        if cleaned:
-            pieces.append(cleaned)
-    return Talkless(" ".join(pieces), changed) if changed else Talkless(text, 0)
+        cleaned = _clean_sentence(body) if body else body
+        changed += cleaned != body
+        if body and not cleaned:  # dropped, with the space before it (the one after it, when it came first)
+            continue
+        if kept:
+            kept.append(parts[index - 1])
+        kept.append(sentence.replace(body, cleaned, 1) if cleaned != body else sentence)
+    return Talkless("".join(kept), changed) if changed else Talkless(text, 0)
 
 
-def without_passage_talk(readings: Iterable[Mapping[str, Any]], long_answer: str
-                         ) -> tuple[list[dict[str, Any]], str, int]:
-    """``(readings, long_answer, changed)``: the readings' ``question`` and ``answer`` and the long answer through
-    ``strip_passage_talk``, and how many sentences it changed or dropped in all. A text that was nothing but talk
-    is kept as it was (an answer is better shown than emptied). The inputs are not changed."""
+def without_passage_talk(readings: Iterable[Mapping[str, Any]], long_answer: str) -> TalklessPrediction:
+    """Take the passage talk out of a prediction's readings and long answer.
+
+    Args:
+        readings: dicts with a ``question`` and an ``answer`` (other keys are copied as they are).
+        long_answer: the long answer.
+
+    Returns:
+        The readings (new dicts) and the long answer through ``strip_passage_talk``, and the sentences changed in
+        all. A text that was nothing but talk is kept as it was (better shown than emptied) and not counted.
+    """
     answer = strip_passage_talk(long_answer)
     answer = answer if str(answer.text or "").strip() else Talkless(long_answer, 0)
     changed, kept = answer.changed, []
@@ -108,12 +141,7 @@ def without_passage_talk(readings: Iterable[Mapping[str, Any]], long_answer: str
         fields = {key: f for key, f in fields.items() if f.changed and str(f.text).strip()}
         changed += sum(f.changed for f in fields.values())
         kept.append(dict(reading) | {key: f.text for key, f in fields.items()})
-    return kept, answer.text, changed
-
-
-def _sentences(text: str) -> list[str]:
-    """The sentences of ``text`` (a period inside a number or an abbreviation without a space does not end one)."""
-    return [s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s.strip()]
+    return TalklessPrediction(kept, answer.text, changed)
 
 
 def _clean_sentence(sentence: str) -> str:
@@ -143,11 +171,12 @@ def _unquoted(text: str) -> str:
     punctuation); otherwise unchanged."""
     text = text.strip()
     closing = re.search(rf"[{_QUOTES}](?=[.!?]*$)", text[1:]) if text[:1] in _QUOTES else None
-    if closing is None:
-        return text
     inner = text[1:]
+    if closing is None or re.search(rf"[{_QUOTES}]", inner[:closing.start()]):  # several quotes: leave them
+        return text
     return (inner[:closing.start()] + inner[closing.end():]).strip()
 
 
 def _capitalised(text: str) -> str:
-    return text[:1].upper() + text[1:] if text else text
+    """``text`` with a capital first letter, unless its second letter is one already ("eBay", "iPhone")."""
+    return text if len(text) > 1 and text[1].isupper() else text[:1].upper() + text[1:]

@@ -51,13 +51,14 @@ def make_prediction(
     """
     cleaned = clean_prediction([asdict(i) | {"passage_ids": list(i.passage_ids)} for i in interpretations],
                                long_answer)
-    readings, long_answer, talk = without_passage_talk(cleaned.interpretations, cleaned.long_answer)
+    talkless = without_passage_talk(cleaned.interpretations, cleaned.long_answer)
+    readings, long_answer = talkless.interpretations, talkless.long_answer
     shown = [{"id": p.id, "title": p.title, "text": p.text} for p in passages]
     disagree = _without_echo(conflicts)
     note = conflict_note(disagree, passages)
     traced = asdict(trace)
     echo = {"removed": cleaned.removed, "dropped_readings": cleaned.dropped_readings}
-    traced["notes"] = {**traced["notes"], "prompt_echo": echo, "passage_talk": talk,
+    traced["notes"] = {**traced["notes"], "prompt_echo": echo, "passage_talk": talkless.changed,
                        "flags": answer_flags(readings, long_answer, shown),
                        "conflicts": len(disagree)}
     return dspy.Prediction(interpretations=readings, long_answer=with_note(long_answer, note), passages=shown,

@@ -1,3 +1,6 @@
+"""``disambig.programs.passage_talk``: what it cuts from answers, what it leaves alone, and that every prediction
+goes through it."""
+
 from __future__ import annotations
 
 import pytest
@@ -42,6 +45,13 @@ from disambig.programs.result import Interpretation, make_prediction
     # left alone: no passage talk, or a mention that cutting would break
     ("The passage of the bill provides funding.", "The passage of the bill provides funding."),
     ("The first passage describes the car as a Sunbeam.", "The first passage describes the car as a Sunbeam."),
+    ("No passage was possible through the strait.", "No passage was possible through the strait."),
+    ("This was seen as a rite of passage in ancient Greece.", "This was seen as a rite of passage in ancient Greece."),
+    ("The passage does not freeze.", "The passage does not freeze."),
+    ("In the passage of the bill, Congress voted 60-40.", "In the passage of the bill, Congress voted 60-40."),
+    ("He hid in the passage.", "He hid in the passage."),
+    ('The passage states: "Yes" and "No".', '"Yes" and "No".'),  # two quotes, not one around it all: both kept
+    ("The passage states that eBay bought it.", "eBay bought it."),
     ("The quoted passages provide information about Christine Sinclair, who scored 187 goals.",  # the answer is there
      "The quoted passages provide information about Christine Sinclair, who scored 187 goals."),
 ])
@@ -67,7 +77,8 @@ def test_text_without_talk_is_returned_unchanged(text):
 def test_an_answer_that_is_all_talk_is_kept_rather_than_emptied_and_the_inputs_are_not_changed():
     readings = [{"question": "Who won in the first passage?", "answer": "According to the passage, Koepka."},
                 {"question": "Who won?", "answer": "The passage that provides the answer is [2]."}]
-    kept, answer, changed = without_passage_talk(readings, "The quoted passages provide information about golf.")
+    talkless = without_passage_talk(readings, "The quoted passages provide information about golf.")
+    kept, answer, changed = talkless.interpretations, talkless.long_answer, talkless.changed
     assert answer == "The quoted passages provide information about golf."  # nothing else to show
     assert kept == [{"question": "Who won?", "answer": "Koepka."},
                     {"question": "Who won?", "answer": "The passage that provides the answer is [2]."}]
@@ -82,3 +93,21 @@ def test_every_prediction_is_cleaned_and_the_trace_counts_it():
     assert prediction.interpretations[0]["answer"] == "Koepka won."
     assert prediction.trace["notes"]["passage_talk"] == 2
     assert make_prediction(readings[:0], "Koepka won.", Trace()).trace["notes"]["passage_talk"] == 0
+
+
+def test_line_breaks_and_spacing_around_a_changed_sentence_are_kept():
+    bullets = "\n- bullet A.\n- The other passages do not mention B."  # a bullet's sentence starts with "- ": kept
+    text = "Koepka won.  Park won.\n\nThe passage [2] states that Kim won." + bullets
+    assert strip_passage_talk(text).text == "Koepka won.  Park won.\n\nKim won." + bullets
+    dropped = strip_passage_talk("The passage that provides the answer is [1].\nKoepka won. This is stated in "
+                                 "passage [1].")
+    assert dropped.text == "Koepka won." and dropped.changed == 2
+
+
+def test_long_runs_of_spaces_take_no_time(monkeypatch):
+    import time
+
+    text = "passage x" + " " * 20_000 + "in x."
+    start = time.perf_counter()
+    strip_passage_talk(text)
+    assert time.perf_counter() - start < 1.0  # quadratic before: 14 s

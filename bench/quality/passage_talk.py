@@ -33,10 +33,10 @@ def cleaned_rows(raw: list[dict]) -> tuple[list[dict], int]:
         if not prediction:
             out.append(row)
             continue
-        readings, answer, n = without_passage_talk(prediction.get("interpretations") or [],
-                                                   prediction.get("long_answer") or "")
-        changed += n
-        out.append(row | {"prediction": prediction | {"interpretations": readings, "long_answer": answer}})
+        talkless = without_passage_talk(prediction.get("interpretations") or [], prediction.get("long_answer") or "")
+        changed += talkless.changed
+        out.append(row | {"prediction": prediction | {"interpretations": talkless.interpretations,
+                                                      "long_answer": talkless.long_answer}})
     return out, changed
 
 
