@@ -19,12 +19,12 @@ from bench.harness import Script
 from bench.harness.runs import answers_code, params, raw_rows, score_rows
 
 SCRIPT = Script.of(__file__)
-PRIMARY = {"asqa": "dr", "ambignq": "ambigqa-f1"}
 
 
 def measure(run: Path) -> dict:
     """One run folder's row."""
     from disambig.evaluation.paired import paired_difference
+    from disambig.metrics.defaults import PRIMARY_METRICS
 
     run_params, raw = params(run), raw_rows(run)
     traces = [r.get("trace") or {} for r in raw]
@@ -34,7 +34,7 @@ def measure(run: Path) -> dict:
     def mean(key: str) -> float:
         return statistics.fmean(float(t.get(key) or 0) for t in traces) if traces else 0.0
 
-    primary = PRIMARY.get(run_params["dataset"])
+    primary = PRIMARY_METRICS.get(run_params["dataset"])  # a named dataset (asqa, ambignq) is its own kind
     value = score_rows(raw, run_params["dataset"]).metrics.get(primary) if primary else None
     return {"model": run_params.get("lm", ""), "program": run_params["program"], "n": len(raw),
             "mean": statistics.fmean(seconds) if seconds else 0.0, "interval": interval,

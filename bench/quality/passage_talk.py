@@ -16,10 +16,9 @@ import re
 from pathlib import Path
 
 from bench.harness import Script, difference_cell
-from bench.harness.runs import answers_code, by_id, params, raw_rows, run_label, score_rows
+from bench.harness.runs import answers_code, by_id, params, questions, raw_rows, run_label, score_rows
 
 SCRIPT = Script.of(__file__)
-PRIMARY = {"asqa": "dr", "ambignq": "ambigqa-f1"}
 NAMES_A_PASSAGE = re.compile(r"\bpassages?\b", re.IGNORECASE)
 
 
@@ -47,15 +46,15 @@ def naming(rows: list[dict]) -> int:
 
 def measure(run: Path) -> dict:
     """One run's row of the table."""
-    from disambig.cli.score_cmd import load_questions
     from disambig.evaluation.code_version import code_stamp, describe
+    from disambig.metrics.defaults import PRIMARY_METRICS
 
     run_params = params(run)
     raw = raw_rows(run)
     after, changed = cleaned_rows(raw)
-    kind = load_questions(run_params["dataset"])[1]
+    kind = questions(run_params["dataset"])[1]  # loaded once per dataset, as score_rows loads it
     before_scores, after_scores = (score_rows(rows, run_params["dataset"]) for rows in (raw, after))
-    primary = PRIMARY.get(kind)
+    primary = PRIMARY_METRICS.get(kind)
     return {"run": run_label(run), "dataset": run_params["dataset"], "questions": len(raw),
             "naming": (naming(raw), naming(after)), "changed": changed, "primary": primary,
             "values": (before_scores.metrics.get(primary), after_scores.metrics.get(primary)),
