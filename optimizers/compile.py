@@ -37,6 +37,7 @@ class CompileJob:
     knobs: dict[str, Any] = field(default_factory=dict)
     knob_trials: list[dict[str, Any]] = field(default_factory=list)
     passage_framing: str = PASSAGE_FRAMINGS[0]  # how passages were shown while demos were bootstrapped and scored
+    teacher_lm_spec: str = ""  # the LM that wrote the bootstrapped demos, when not the program's (--teacher-lm)
 
     @property
     def artifact_name(self) -> str:
@@ -102,6 +103,8 @@ def compile_program(
         "data": data_hashes,
         "lm": job.lm_spec,
         "lm_model": parse_spec(job.lm_spec).model_name,
+        "teacher_lm": job.teacher_lm_spec,
+        "teacher_lm_model": parse_spec(job.teacher_lm_spec).model_name if job.teacher_lm_spec else "",
         "retriever": job.retriever,
         "passage_framing": job.passage_framing,
         "knobs": job.knobs,

@@ -43,29 +43,36 @@ def labeled_fewshot(metric: Callable, budget: Budget, **_: Any) -> Any:
     return dspy.LabeledFewShot(k=budget.demos)
 
 
-def bootstrap(metric: Callable, budget: Budget, **_: Any) -> Any:
+def teacher_settings(teacher_lm: Any) -> dict[str, Any] | None:
+    """DSPy's ``teacher_settings``: the LM that answers the training questions whose passing traces become demos
+    (``--teacher-lm``); None lets the program's own LM write them."""
+    return None if teacher_lm is None else {"lm": teacher_lm}
+
+
+def bootstrap(metric: Callable, budget: Budget, teacher_lm: Any = None, **_: Any) -> Any:
     import dspy
 
     return dspy.BootstrapFewShot(metric=metric, max_bootstrapped_demos=budget.demos, max_labeled_demos=budget.demos,
-                                 max_rounds=1)
+                                 max_rounds=1, teacher_settings=teacher_settings(teacher_lm))
 
 
-def bootstrap_random_search(metric: Callable, budget: Budget, **_: Any) -> Any:
+def bootstrap_random_search(metric: Callable, budget: Budget, teacher_lm: Any = None, **_: Any) -> Any:
     import dspy
 
     return dspy.BootstrapFewShotWithRandomSearch(
         metric=metric, max_bootstrapped_demos=budget.demos, max_labeled_demos=budget.demos,
         num_candidate_programs=budget.candidates, num_threads=budget.threads,
+        teacher_settings=teacher_settings(teacher_lm),
     )
 
 
-def mipro(metric: Callable, budget: Budget, lm: Any = None, **_: Any) -> Any:
+def mipro(metric: Callable, budget: Budget, lm: Any = None, teacher_lm: Any = None, **_: Any) -> Any:
     import dspy
 
     return dspy.MIPROv2(
-        metric=metric, prompt_model=lm, task_model=lm, auto=None, num_candidates=budget.candidates,
-        max_bootstrapped_demos=budget.demos, max_labeled_demos=budget.demos, num_threads=budget.threads,
-        seed=budget.seed, verbose=False,
+        metric=metric, prompt_model=lm, task_model=lm, teacher_settings=teacher_settings(teacher_lm), auto=None,
+        num_candidates=budget.candidates, max_bootstrapped_demos=budget.demos, max_labeled_demos=budget.demos,
+        num_threads=budget.threads, seed=budget.seed, verbose=False,
     )
 
 
@@ -137,6 +144,9 @@ RECIPES: dict[str, Callable[..., Any]] = {
     "simba": simba,
 }
 
+TEACHER_RECIPES = ("bootstrap", "bootstrap-rs", "mipro")
+"""Recipes whose demos are traces of the program on training questions, so another LM (a teacher) can write them."""
+
 DEMO_RECIPES = ("none", "labeled-fewshot", "knn-fewshot", "bootstrap", "bootstrap-rs")
 """Recipes that change a program only by its demos: one that adds none (and tunes no knob) learned nothing."""
 
@@ -163,11 +173,19 @@ def for_loading(optimizer: str, program: Any) -> Any:
     return wrap(program) if wrap else program
 
 
+def check_teacher(name: str, teacher: str | None) -> None:
+    """Refuse a teacher LM for a recipe that bootstraps no demo (before anything is loaded)."""
+    if teacher and name not in TEACHER_RECIPES:
+        raise ConfigurationError(f"--teacher-lm writes bootstrapped demos; optimizer {name!r} bootstraps none (use "
+                                 f"{', '.join(TEACHER_RECIPES)})")
+
+
 def make_optimizer(name: str, metric: Callable, budget: Budget, **lms: Any) -> Any:
-    """The teleprompter for recipe ``name``."""
+    """The teleprompter for recipe ``name``; ``lms`` may hold ``lm``, ``reflection_lm`` and ``teacher_lm``."""
     recipe = RECIPES.get(name)
     if recipe is None:
         raise ConfigurationError(f"unknown optimizer {name!r}; choose one of: {', '.join(RECIPES)}")
+    check_teacher(name, "teacher" if lms.get("teacher_lm") is not None else None)
     return recipe(metric, budget, **lms)
 
 

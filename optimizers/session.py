@@ -9,7 +9,7 @@ from typing import Any
 from disambig.optimizers.compile import CompileJob, CompileResult, compile_program
 from disambig.optimizers.gold import with_gold_fields
 from disambig.optimizers.metric_fit import check_metric_fits
-from disambig.optimizers.recipes import Budget
+from disambig.optimizers.recipes import Budget, check_teacher
 from disambig.settings import Settings
 
 
@@ -32,6 +32,7 @@ def run_compile(
     knob_trials: int = 0,
     options: dict[str, Any] | None = None,
     register_anyway: bool = False,
+    teacher_lm: str | None = None,
 ) -> tuple[CompileResult, dict[str, str]]:
     """Load the train and held-out splits, build everything, compile, and optionally log to MLflow.
 
@@ -43,6 +44,9 @@ def run_compile(
     arguments fixed by the user (``--option``); they are not searched, and the manifest's knobs record them. The
     retriever searches ``corpus``, by default the dataset's (``disambig.data.loaders.default_corpus``). A metric that
     scores the gold answers of the first training questions at 0 is refused first (``metric_fit``).
+
+    ``teacher_lm`` (a spec) answers the training questions whose passing traces become the demos of a bootstrapping
+    recipe; the program keeps ``settings.lm``, which scores it before and after.
     """
     from disambig.data import load_dataset
     from disambig.data.loaders import dataset_format, default_corpus
@@ -53,6 +57,7 @@ def run_compile(
     from disambig.programs.context import passage_framing
     from disambig.programs.registry import with_format_option
 
+    check_teacher(optimizer, teacher_lm)
     metric = None if is_judge_metric(metric_name) else get_metric(metric_name)  # unknown names fail before any work
     train_rows = load_dataset(dataset, split="train", limit=n_train)
     check_metric_fits(metric_name, dataset, train_rows)  # before the indexes and the LM are loaded
@@ -77,9 +82,11 @@ def run_compile(
             uncompiled = build_program(program_name, retriever=retriever, **knobs)
             knobs = search_knobs(program_name, retriever, trainset, metric, budget, knob_trials, knobs, trials_seen)
         program = build_program(program_name, retriever=retriever, **knobs)
-        lms = {"lm": lm, "reflection_lm": build_lm(settings, reflection_lm) if reflection_lm else lm}
+        lms = {"lm": lm, "reflection_lm": build_lm(settings, reflection_lm) if reflection_lm else lm,
+               "teacher_lm": build_lm(settings, teacher_lm) if teacher_lm else None}
         job = CompileJob(program_name, dataset, metric_name, optimizer, budget, settings.lm,
-                         f"{kind}:{corpus}" if kind else "", name, knobs, trials_seen, settings.passage_framing)
+                         f"{kind}:{corpus}" if kind else "", name, knobs, trials_seen, settings.passage_framing,
+                         teacher_lm or "")
         hashes = {"train": ids_hash(trainset), "heldout": ids_hash(valset)}
         result = compile_program(job, program, trainset, valset, metric, out, hashes, lms, uncompiled)
     tracked: dict[str, str] = {}

@@ -37,7 +37,8 @@ def log_compile_run(result: Any, uri: str | None = None, register: bool = True) 
         record_run(result.state_path, {"mlflow_run_id": run.info.run_id})
         mlflow.log_params({mlflow_key(k): _param(v) for k, v in manifest.items()
                            if k in ("program", "dataset", "metric", "optimizer", "lm", "retriever", "fingerprint",
-                                   "passage_framing", "outcome", "name")})
+                                   "passage_framing", "outcome", "name", "teacher_lm")
+                           and (v or k != "teacher_lm")})
         mlflow.log_params({f"budget.{k}": v for k, v in manifest["budget"].items()})
         mlflow.log_metrics({"score_before": result.before, "score_after": result.after,
                             "score_gain": result.after - result.before})

@@ -67,6 +67,9 @@ def test_compile_saves_an_artifact(scripted_lm, tmp_path, asqa_file):
         (["eval", "closed-book", "--dataset", "nope", "--no-track"], "unknown dataset"),
         (["eval", "closed-book", "--metric", "bleu", "--no-track"], "unknown metric"),
         (["compile", "closed-book", "--optimizer", "magic", "--no-track"], "unknown optimizer"),
+        (["compile", "closed-book", "--optimizer", "labeled-fewshot", "--teacher-lm", "local:smollm2", "--no-track"],
+         "bootstraps none"),
+        (["compile", "route", "--teacher-lm", "local:smollm2", "--no-track"], "--teacher-lm is for programs"),
         (["compare", "/no/such/run"], "no report"),
     ],
 )

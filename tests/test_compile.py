@@ -214,3 +214,42 @@ def test_serve_runs_the_scoring_app_with_this_python_on_the_fetched_model(monkey
     assert (env["DISAMBIG_SERVE_MAX_CONCURRENT"], env["DISAMBIG_SERVE_MAX_QUEUE"]) == ("2", "5")
     refused = CliRunner().invoke(app, ["serve", "artifacts/dfa/spiderqa-72/labeled-fewshot.json"])
     assert refused.exit_code != 0 and "not an MLflow model URI" in refused.output
+
+
+def test_a_teacher_lm_writes_the_bootstrapped_demos_and_the_manifest_names_it(tmp_path):
+    """The student's own replies fail the metric, the teacher's pass: the compiled demos are the teacher's replies,
+    the held-out scores are the student's, and the manifest names both LMs."""
+    student = DummyLM([{"long_answer": "Nobody knows."}] * 50, adapter=CompactJSONAdapter())
+    teacher = DummyLM([{"long_answer": "Person T won it."}] * 50, adapter=CompactJSONAdapter())
+    dspy.configure(lm=student, adapter=CompactJSONAdapter())
+    job = CompileJob("closed-book", "toy", "mentions", "bootstrap", Budget(demos=2), teacher_lm_spec="local:smollm2")
+    result = compile_program(job, build_program("closed-book"), toy_examples(4), toy_examples(2, offset=10),
+                             mentions_person, tmp_path / "artifacts", {"train": "x", "heldout": "y"},
+                             {"lm": student, "teacher_lm": teacher})
+    demos = json.loads(result.state_path.read_text())["answer"]["demos"]
+    assert [demo["long_answer"] for demo in demos] == ["Person T won it."] * 2
+    assert result.before == 0.0 and result.after == 0.0  # the student still answers, with the teacher's demos
+    manifest = read_manifest(result.state_path)
+    assert manifest["teacher_lm"] == "local:smollm2" and manifest["teacher_lm_model"].endswith(".gguf")
+    assert manifest["new_demos"] == 2
+
+
+def test_without_a_teacher_the_students_failing_traces_give_no_bootstrapped_demo(tmp_path):
+    student = DummyLM([{"long_answer": "Nobody knows."}] * 50, adapter=CompactJSONAdapter())
+    dspy.configure(lm=student, adapter=CompactJSONAdapter())
+    job = CompileJob("closed-book", "toy", "mentions", "bootstrap", Budget(demos=2))
+    result = compile_program(job, build_program("closed-book"), toy_examples(4), toy_examples(2, offset=10),
+                             mentions_person, tmp_path / "artifacts", {"train": "x", "heldout": "y"}, {"lm": student})
+    demos = json.loads(result.state_path.read_text())["answer"]["demos"]
+    # no trace passed, so the demos are training rows as labeled, not the student's replies
+    answers = [demo["long_answer"] for demo in demos]
+    assert len(answers) == 2 and set(answers) <= {f"Person {i} won it." for i in range(4)}
+    assert read_manifest(result.state_path)["teacher_lm"] == ""
+
+
+@pytest.mark.parametrize("optimizer", ["labeled-fewshot", "knn-fewshot", "none", "gepa", "simba"])
+def test_a_teacher_lm_for_a_recipe_that_bootstraps_nothing_is_refused(optimizer):
+    from disambig.optimizers.recipes import make_optimizer
+
+    with pytest.raises(ConfigurationError, match="--teacher-lm writes bootstrapped demos"):
+        make_optimizer(optimizer, mentions_person, Budget(), lm=scripted_lm(), teacher_lm=scripted_lm())

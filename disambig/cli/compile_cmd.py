@@ -43,6 +43,10 @@ def compile_(
     metric_calls: int = typer.Option(40, "--metric-calls", min=1, help="GEPA budget of metric calls."),
     batch: int = typer.Option(8, "--batch", min=1, help="Minibatch size (MIPROv2, SIMBA)."),
     reflection_lm: str | None = typer.Option(None, "--reflection-lm", help="GEPA reflection LM (default: --lm)."),
+    teacher_lm: str | None = typer.Option(None, "--teacher-lm",
+                                          help="LM that answers the training questions whose passing traces become "
+                                               "the demos (bootstrap, bootstrap-rs, mipro; default: --lm), e.g. "
+                                               "local:qwen2.5-1.5b teaching --lm local:qwen2.5-0.5b."),
     tune_knobs: int = typer.Option(0, "--tune-knobs", min=0,
                                    help="Optuna trials over the program's numeric knobs before compiling (0 = off)."),
     lm: str | None = options.LM,
@@ -90,6 +94,8 @@ def compile_(
     if tracking_uri:  # the run's MLflow logging reads it (disambig.evaluation.tracking.tracking_uri), as serve's does
         os.environ["MLFLOW_TRACKING_URI"] = tracking_uri
     metric = metric or default_metric(dataset)
+    if program == "route" and teacher_lm:
+        raise typer.BadParameter("--teacher-lm is for programs with demos, not `disambig compile route`")
     if program == "route":
         from disambig.cli.route_cmd import compile_route
         from disambig.data import load_dataset
@@ -108,7 +114,7 @@ def compile_(
                     batch=batch, threads=eval_workers(settings))  # questions at once: 1 on the in-process model
     result, tracked = run_compile(settings, program, dataset, metric, optimizer, budget, train, val, retriever,
                                   corpus, name, out, track, register, reflection_lm, tune_knobs,
-                                  program_options, register_anyway)
+                                  program_options, register_anyway, teacher_lm)
     console = Console()
     console.print(f"LM response cache: {options.cache_note(settings)}")
     console.print(f"{metric} on {result.manifest['scores']['heldout_size']} held-out questions: "
