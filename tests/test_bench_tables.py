@@ -135,3 +135,19 @@ def test_passage_talk_bench_cleans_stored_rows_without_changing_them(tmp_path, b
     assert cleaned[0]["prediction"]["long_answer"] == "Koepka won. He won in 2017." and changed == 1
     assert cleaned[1] == stored[1] and stored[0]["prediction"]["long_answer"].startswith("The passage")
     assert (talk.naming(stored), talk.naming(cleaned)) == (1, 0)
+
+
+def test_a_zero_scored_question_is_counted_where_its_answer_is_first_missing():
+    import dspy
+
+    from bench.quality.answerable import STAGES, gold_answers, padded, stage
+
+    example = dspy.Example(interpretations=[{"question": "q1", "answers": ["The Beatles"]},
+                                            {"question": "q2", "answers": ["1964"]}])
+    golds = gold_answers(example)
+    assert golds == [" 1964 ", " beatles "]  # articles and case gone, whole words
+    corpus = padded("The Beatles toured in 1965. Rolling Stones.")
+    assert stage(golds, padded("Nothing here about 19645."), "", "") == STAGES[0]  # no whole-word match
+    assert stage(golds, corpus, padded("The Rolling Stones."), "") == STAGES[1]
+    assert stage(golds, corpus, padded("Beatles!"), padded("It was the Stones.")) == STAGES[2]
+    assert stage(golds, corpus, padded("Beatles!"), padded("The Beatles, in 1965.")) == STAGES[3]
