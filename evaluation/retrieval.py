@@ -1,4 +1,4 @@
-"""Score a retriever on a BEIR-format test collection with ranx (nDCG@10, Recall@100, MRR@10)."""
+"""Score a retriever on a BEIR-format test collection (`metrics/ranking.py`: nDCG@10, Recall@100, MRR@10)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ class RetrievalReport:
 
 def run_queries(retriever: Any, queries: dict[str, str], k: int,
                 on_batch: Callable[[int], None] | None = None) -> dict[str, dict[str, float]]:
-    """A ranx-style run ``{query_id: {passage_id: score}}`` of the top ``k`` passages per query."""
+    """A run ``{query_id: {passage_id: score}}`` of the top ``k`` passages per query."""
     run: dict[str, dict[str, float]] = {}
     qids = list(queries)
     for start in range(0, len(qids), QUERY_BATCH):

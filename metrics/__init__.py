@@ -5,7 +5,7 @@ reader=...)`` builds one; with ``trace`` set (during optimisation) a metric retu
 Report values that are computed from other metrics' means (corpus DR, corpus G-F1) are declared in
 ``CORPUS_METRICS``; ``with_inputs`` adds the per-question metrics they need. ``DEFAULT_METRICS`` gives each
 dataset kind's default list, ``PRIMARY_METRICS`` the one ``compile`` optimises. Plain functions outside the
-registry: nDCG/Recall/MRR through ranx (``ranking``) and the DFA aggregation metrics ACE, NACE and chunk-level recall
+registry: nDCG/Recall/MRR (``ranking``) and the DFA aggregation metrics ACE, NACE and chunk-level recall
 (``aggregation``).
 """
 

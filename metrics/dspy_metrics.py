@@ -105,9 +105,9 @@ def _titles_metric(fn: Callable[[list[str], set[str], int], float], k: int) -> C
 
 
 def judged(metric: str, k: int, by_title: Callable[[list[str], set[str], int], float]) -> Callable[[Any, Any], float]:
-    """``METRIC@k`` (ranx: ``ndcg``, ``recall``) of the prediction's passages against the example's ``qrels``
-    (BEIR judgments ``{doc_id: grade}``, by passage id); an example without them is scored by ``by_title`` over its
-    relevant titles."""
+    """``METRIC@k`` (``ndcg``, ``recall``; ``metrics/ranking.py``) of the prediction's passages against the example's
+    ``qrels`` (BEIR judgments ``{doc_id: grade}``, by passage id); an example without them is scored by ``by_title``
+    over its relevant titles."""
 
     def score(example: Any, pred: Any) -> float:
         qrels = getattr(example, "qrels", None)

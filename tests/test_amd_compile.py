@@ -44,7 +44,7 @@ def beir(tmp_path):
 
 
 def ndcg_at_10(example, pred, trace=None):
-    """nDCG@10 of the predicted passages against the example's judgments (ranx); a pass/fail at 1 when tracing."""
+    """nDCG@10 of the predicted passages against the example's judgments (ranking.py); a pass/fail at 1 when tracing."""
     run = {"q": {p["id"]: p["score"] for p in pred.passages}}
     score = ranking_scores({"q": dict(example.qrels)}, run, ["ndcg@10"])["ndcg@10"]
     return score >= 1.0 if trace is not None else score

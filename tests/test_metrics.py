@@ -99,12 +99,37 @@ def test_unknown_metric_lists_the_valid_ones():
         get_metric("bleu")
 
 
-def test_ranking_through_ranx():
-    qrels = {"q1": {"d1": 1, "d2": 0}, "q2": {"d3": 2}}
-    run = {"q1": {"d1": 0.9, "d2": 0.5}, "q2": {"d4": 0.7, "d3": 0.6}}
+def test_ranking_recall_and_mrr_averaged_over_the_judged_queries():
+    qrels = {"q1": {"d1": 1, "d2": 0}, "q2": {"d3": 2}, "q3": {"d9": 1}}
+    run = {"q1": {"d1": 0.9, "d2": 0.5}, "q2": {"d4": 0.7, "d3": 0.6}}  # q3 retrieved nothing
     scores = ranking_scores(qrels, run, ["recall@1", "mrr@10"])
-    # q1: d1 at rank 1 -> recall@1 = 1, RR = 1 ; q2: d3 at rank 2 -> recall@1 = 0, RR = 1/2
-    assert scores == {"recall@1": pytest.approx(0.5), "mrr@10": pytest.approx(0.75)}
+    # q1: d1 at rank 1 -> recall@1 = 1, RR = 1 ; q2: d3 at rank 2 -> recall@1 = 0, RR = 1/2 ; q3: 0
+    assert scores == {"recall@1": pytest.approx(1 / 3), "mrr@10": pytest.approx(1.5 / 3)}
+
+
+def test_ndcg_uses_graded_gains_and_the_k_best_judgments_as_the_ideal():
+    import math
+
+    qrels = {"q": {"a": 2, "b": 1, "c": 3, "z": 0}}
+    run = {"q": {"b": 0.9, "x": 0.8, "a": 0.7}}  # c (grade 3) is never retrieved; z is judged not relevant
+    dcg = 1 / math.log2(2) + 2 / math.log2(4)
+    ideal = 3 / math.log2(2) + 2 / math.log2(3) + 1 / math.log2(4)  # the 3 best grades, not cut to the run's length
+    assert ranking_scores(qrels, run, ["ndcg@5"])["ndcg@5"] == pytest.approx(dcg / ideal)
+    assert ranking_scores(qrels, run, ["ndcg@1"])["ndcg@1"] == pytest.approx((1 / 1) / (3 / 1))
+    assert ranking_scores({"q": {"z": 0}}, run, ["ndcg@5"])["ndcg@5"] == 0.0  # nothing relevant: 0, not 0/0
+
+
+def test_equal_scores_keep_the_order_the_run_lists_them_in():
+    qrels = {"q": {"second": 1}}
+    assert ranking_scores(qrels, {"q": {"first": 0.5, "second": 0.5}}, ["mrr@10"])["mrr@10"] == 0.5
+    assert ranking_scores(qrels, {"q": {"second": 0.5, "first": 0.5}}, ["mrr@10"])["mrr@10"] == 1.0
+
+
+def test_an_unknown_ranking_metric_or_empty_judgments_are_refused():
+    with pytest.raises(ValueError, match="unknown ranking metric 'map@10'"):
+        ranking_scores({"q": {"a": 1}}, {}, ["map@10"])
+    with pytest.raises(ValueError, match="qrels are empty"):
+        ranking_scores({}, {}, ["ndcg@10"])
 
 
 def test_exact_match_edge_cases():
