@@ -151,3 +151,18 @@ def test_a_zero_scored_question_is_counted_where_its_answer_is_first_missing():
     assert stage(golds, corpus, padded("The Rolling Stones."), "") == STAGES[1]
     assert stage(golds, corpus, padded("Beatles!"), padded("It was the Stones.")) == STAGES[2]
     assert stage(golds, corpus, padded("Beatles!"), padded("The Beatles, in 1965.")) == STAGES[3]
+
+
+def test_diva_composed_at_a_threshold_answers_closed_book_only_when_no_reading_reaches_it():
+    from bench.quality.diva_thresholds import compose
+
+    diva = {"a": {"trace": {"notes": {"yes_probabilities": [0.2, 0.65]}}},
+            "b": {"trace": {"notes": {"yes_probabilities": [0.9, 0.95]}}},
+            "c": {"trace": {"notes": {}}}}  # no reading verified: Useless at any threshold
+    rac = {q: {"id": q, "from": "rac"} for q in "abc"}
+    closed = {q: {"id": q, "from": "closed"} for q in "abcd"}  # d: no DIVA row, left out
+    rows, counts = compose(diva, rac, closed, 0.6)
+    assert [r["from"] for r in rows] == ["rac", "rac", "closed"]
+    assert counts == {"Useful": 1, "PartialUseful": 1, "Useless": 1}
+    rows, counts = compose(diva, rac, closed, 0.7)
+    assert [r["from"] for r in rows] == ["closed", "rac", "closed"] and counts["Useful"] == 1
