@@ -19,8 +19,8 @@ KINDS = ("ndcg", "recall", "mrr")
 
 def parse_metric(metric: str) -> tuple[str, int]:
     """``("ndcg", 10)`` for ``ndcg@10``; a metric without ``@k`` looks at every retrieved document (k = 0)."""
-    name, _, k = metric.partition("@")
-    if name not in KINDS or (k and not k.isdigit()):
+    name, at, k = metric.partition("@")
+    if name not in KINDS or (at and not k.isdigit()):
         raise ValueError(f"unknown ranking metric {metric!r}; use one of {', '.join(KINDS)} with an optional @k")
     return name, int(k or 0)
 

@@ -41,7 +41,7 @@ class CompileJob:
 
     @property
     def artifact_name(self) -> str:
-        return self.name or self.optimizer
+        return self.name or (f"{self.optimizer}-teacher" if self.teacher_lm_spec else self.optimizer)
 
 
 @dataclass

@@ -173,6 +173,20 @@ def for_loading(optimizer: str, program: Any) -> Any:
     return wrap(program) if wrap else program
 
 
+def teacher_spec(teacher: str | None, lm: str) -> str:
+    """The ``--teacher-lm`` spec a compile uses, checked before anything loads: "" when none is given or when it names
+    the model the program runs on (no second copy is loaded and no teacher is recorded).
+
+    Raises:
+        ConfigurationError: the spec is malformed or names an unknown model or a missing file.
+    """
+    from disambig.lm.spec import parse_spec
+
+    if not teacher:
+        return ""
+    return "" if parse_spec(teacher).model_name == parse_spec(lm).model_name else teacher
+
+
 def check_teacher(name: str, teacher: str | None) -> None:
     """Refuse a teacher LM for a recipe that bootstraps no demo (before anything is loaded)."""
     if teacher and name not in TEACHER_RECIPES:

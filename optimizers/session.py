@@ -9,7 +9,7 @@ from typing import Any
 from disambig.optimizers.compile import CompileJob, CompileResult, compile_program
 from disambig.optimizers.gold import with_gold_fields
 from disambig.optimizers.metric_fit import check_metric_fits
-from disambig.optimizers.recipes import Budget, check_teacher
+from disambig.optimizers.recipes import Budget, check_teacher, teacher_spec
 from disambig.settings import Settings
 
 
@@ -46,7 +46,8 @@ def run_compile(
     scores the gold answers of the first training questions at 0 is refused first (``metric_fit``).
 
     ``teacher_lm`` (a spec) answers the training questions whose passing traces become the demos of a bootstrapping
-    recipe; the program keeps ``settings.lm``, which scores it before and after.
+    recipe; the program keeps ``settings.lm``, which scores it before and after. A teacher naming the program's own
+    model is no teacher.
     """
     from disambig.data import load_dataset
     from disambig.data.loaders import dataset_format, default_corpus
@@ -57,6 +58,7 @@ def run_compile(
     from disambig.programs.context import passage_framing
     from disambig.programs.registry import with_format_option
 
+    teacher_lm = teacher_spec(teacher_lm, settings.lm)
     check_teacher(optimizer, teacher_lm)
     metric = None if is_judge_metric(metric_name) else get_metric(metric_name)  # unknown names fail before any work
     train_rows = load_dataset(dataset, split="train", limit=n_train)

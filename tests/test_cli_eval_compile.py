@@ -70,6 +70,7 @@ def test_compile_saves_an_artifact(scripted_lm, tmp_path, asqa_file):
         (["compile", "closed-book", "--optimizer", "labeled-fewshot", "--teacher-lm", "local:smollm2", "--no-track"],
          "bootstraps none"),
         (["compile", "route", "--teacher-lm", "local:smollm2", "--no-track"], "--teacher-lm is for programs"),
+        (["compile", "closed-book", "--teacher-lm", "local:smollm", "--no-track"], "no embedded model 'smollm'"),
         (["compare", "/no/such/run"], "no report"),
     ],
 )

@@ -229,6 +229,7 @@ def test_a_teacher_lm_writes_the_bootstrapped_demos_and_the_manifest_names_it(tm
     demos = json.loads(result.state_path.read_text())["answer"]["demos"]
     assert [demo["long_answer"] for demo in demos] == ["Person T won it."] * 2
     assert result.before == 0.0 and result.after == 0.0  # the student still answers, with the teacher's demos
+    assert result.state_path.name == "bootstrap-teacher.json"  # not the plain bootstrap's file
     manifest = read_manifest(result.state_path)
     assert manifest["teacher_lm"] == "local:smollm2" and manifest["teacher_lm_model"].endswith(".gguf")
     assert manifest["new_demos"] == 2
@@ -253,3 +254,23 @@ def test_a_teacher_lm_for_a_recipe_that_bootstraps_nothing_is_refused(optimizer)
 
     with pytest.raises(ConfigurationError, match="--teacher-lm writes bootstrapped demos"):
         make_optimizer(optimizer, mentions_person, Budget(), lm=scripted_lm(), teacher_lm=scripted_lm())
+
+
+@pytest.mark.parametrize("optimizer", ["bootstrap", "bootstrap-rs", "mipro"])
+def test_every_bootstrapping_recipe_hands_the_teacher_to_dspy(optimizer):
+    from disambig.optimizers.recipes import make_optimizer
+
+    teacher = scripted_lm()
+    made = make_optimizer(optimizer, mentions_person, Budget(), lm=scripted_lm(), teacher_lm=teacher)
+    assert made.teacher_settings == {"lm": teacher}
+    assert not make_optimizer(optimizer, mentions_person, Budget(), lm=scripted_lm()).teacher_settings
+
+
+def test_a_teacher_spec_is_checked_up_front_and_the_programs_own_model_is_no_teacher():
+    from disambig.optimizers.recipes import teacher_spec
+
+    assert teacher_spec("local:qwen2.5-1.5b", "local:qwen2.5-0.5b") == "local:qwen2.5-1.5b"
+    assert teacher_spec("local:qwen2.5-1.5b", "local") == ""  # `local` is the 1.5B: the same model
+    assert teacher_spec(None, "local") == "" and teacher_spec("", "local") == ""
+    with pytest.raises(ConfigurationError, match="no embedded model 'qwen2.5-1.5'"):
+        teacher_spec("local:qwen2.5-1.5", "local")

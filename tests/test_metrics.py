@@ -128,6 +128,8 @@ def test_equal_scores_keep_the_order_the_run_lists_them_in():
 def test_an_unknown_ranking_metric_or_empty_judgments_are_refused():
     with pytest.raises(ValueError, match="unknown ranking metric 'map@10'"):
         ranking_scores({"q": {"a": 1}}, {}, ["map@10"])
+    with pytest.raises(ValueError, match="unknown ranking metric 'ndcg@'"):  # a cut-off left empty is no "all"
+        ranking_scores({"q": {"a": 1}}, {}, ["ndcg@"])
     with pytest.raises(ValueError, match="qrels are empty"):
         ranking_scores({}, {}, ["ndcg@10"])
 

@@ -18,7 +18,7 @@ import argparse
 from pathlib import Path
 
 from bench.harness import Script
-from bench.harness.runs import first_ids, params, questions, raw_rows, run_label
+from bench.harness.runs import by_id, first_ids, params, questions, raw_rows, run_label, score_rows
 
 SCRIPT = Script.of(__file__)
 STAGES = ("nowhere in the corpus", "in the corpus, not in the passages read", "in the passages read, not in the long "
@@ -49,37 +49,44 @@ def stage(golds: list[str], corpus: str, passages: str, long_answer: str) -> str
 
 
 def measure(run: Path, first: int | None, corpus_text: dict[str, str]) -> dict:
-    """One run's row: its zero-scored questions counted by the stage where the answer is lost."""
+    """One run's row: its zero-scored questions (scored as the tables score them) counted by the stage where the
+    answer is lost; a failed question, which has no answer to read, is counted apart."""
     from disambig.data.corpus import load_corpus
+    from disambig.data.loaders import default_corpus
     from disambig.metrics.defaults import PRIMARY_METRICS
 
     run_params = params(run)
-    examples, kind = questions(run_params["dataset"])
+    dataset = run_params["dataset"]
+    examples, kind = questions(dataset)
     primary = PRIMARY_METRICS[kind]
     keep = first_ids(run_params, first) if first else None
     rows = [r for r in raw_rows(run) if keep is None or str(r["id"]) in keep]
-    corpus = str(run_params.get("retriever", "")).partition(":")[2] or "wiki-slice"
+    scores = by_id(score_rows(rows, dataset).per_question)
+    corpus = str(run_params.get("retriever", "")).partition(":")[2] or default_corpus(dataset)
     if corpus not in corpus_text:
         corpus_text[corpus] = padded(" \n ".join(p["text"] for p in load_corpus(corpus)))
-    by_id = {str(e.id): e for e in examples}
+    gold = {str(e.id): e for e in examples}
     counts = dict.fromkeys(STAGES, 0)
-    zero = 0
+    zero = failed = 0
     for row in rows:
-        if (row.get("scores") or {}).get(primary, 0.0) > 0:
+        if scores[str(row["id"])].get(primary, 0.0) > 0:
             continue
         zero += 1
-        prediction = row.get("prediction") or {}
+        prediction = row.get("prediction")
+        if not prediction:
+            failed += 1
+            continue
         passages = padded(" \n ".join(p.get("text", "") for p in prediction.get("passages") or []))
-        counts[stage(gold_answers(by_id[str(row["id"])]), corpus_text[corpus], passages,
+        counts[stage(gold_answers(gold[str(row["id"])]), corpus_text[corpus], passages,
                      padded(prediction.get("long_answer") or ""))] += 1
-    return {"run": run_label(run), "questions": len(rows), "primary": primary, "zero": zero, "counts": counts,
-            "corpus": corpus}
+    return {"run": run_label(run), "questions": len(rows), "primary": primary, "zero": zero, "failed": failed,
+            "counts": counts, "corpus": corpus}
 
 
 def table(rows: list[dict]) -> str:
-    head = ("| run | questions | primary metric | scored 0 | " + " | ".join(STAGES) + " |\n"
-            "| --- | ---: | --- | ---: | " + " | ".join("---:" for _ in STAGES) + " |")
-    lines = [f"| {r['run']} | {r['questions']} | {r['primary']} | {r['zero']} | "
+    head = ("| run | questions | primary metric | scored 0 | failed | " + " | ".join(STAGES) + " |\n"
+            "| --- | ---: | --- | ---: | ---: | " + " | ".join("---:" for _ in STAGES) + " |")
+    lines = [f"| {r['run']} | {r['questions']} | {r['primary']} | {r['zero']} | {r['failed']} | "
              + " | ".join(str(r["counts"][s]) for s in STAGES) + " |" for r in rows]
     return "\n".join([head, *lines])
 

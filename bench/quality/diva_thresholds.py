@@ -9,9 +9,11 @@ closed-book calls are the prompts of ``diva-no-adapt`` (always RAC on the same p
 any threshold DIVA's answer to a question is one of those two runs' answers, chosen by the P(Yes) the DIVA run
 stored. Each row is one PartialUseful threshold: the grades, the share answered from retrieval, the dataset's
 default metrics, and the paired-bootstrap difference to the first ``--compare`` run (e.g. VanillaRAG). The last
-row, "best of both", takes per question whichever of the two answers scores higher (on ASQA, D-F1 + ROUGE-L): no
-threshold can do much better. A sweep over dev questions describes the thresholds; choosing one on them would fit the
-test set, so a threshold to ship is learned on train questions (``disambig compile diva --tune-knobs``).
+row, "best of both", takes per question whichever of the two answers scores higher (on ASQA, D-F1 + ROUGE-L): what
+an oracle choosing per question would get (not a bound on ASQA's corpus DR, which multiplies two means). A row above
+0.5 is DIVA with its Useful threshold equal to the row's PartialUseful one (the path depends on the latter alone). A
+sweep over dev questions describes the thresholds; choosing one on them would fit the test set, so a threshold to
+ship is learned on train questions (``disambig compile diva --tune-knobs``).
 """
 
 from __future__ import annotations

@@ -33,7 +33,8 @@ def compile_(
     corpus: str | None = typer.Option(None, "--corpus",
                                       help="Corpus the retriever searches (default: a BEIR folder's own or the one "
                                            "its manifest names, else wiki-slice)."),
-    name: str = typer.Option("", "--name", help="Artifact name (default: the optimizer's name)."),
+    name: str = typer.Option("", "--name", help="Artifact name (default: the optimizer's name; OPTIMIZER-teacher "
+                                                "with --teacher-lm)."),
     demos: int = typer.Option(2, "--demos", min=0, help="Few-shot demos per predictor."),
     candidates: str = typer.Option("3", "--candidates",
                                    help="Candidate programs/instructions the optimizer tries (a number); for `compile "
