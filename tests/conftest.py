@@ -24,6 +24,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _restore_disambig_environment():
+    """The ``DISAMBIG_*`` variables as they were before the test: commands export their options there (``--lm``,
+    ``--threads``, ``--verifier-lm``...) for the LMs a run builds later, and one test's run must not set the next's."""
+    saved = {name: value for name, value in os.environ.items() if name.startswith("DISAMBIG_")}
+    yield
+    for name in [name for name in os.environ if name.startswith("DISAMBIG_") and name not in saved]:
+        del os.environ[name]
+    os.environ.update(saved)
+
+
+@pytest.fixture(autouse=True)
 def _reset_dspy():
     import dspy
 

@@ -53,6 +53,23 @@ def test_cli_options_set_the_environment(monkeypatch):
     assert load_settings().decoding == "paper"
 
 
+def test_a_verifier_lm_gets_the_runs_threads_and_is_not_the_runs_model_twice(monkeypatch):
+    """``disambig eval --lm L --threads 1 --verifier-lm V`` builds V with one thread too (it once took the default 2,
+    beside a run told to use one), and a V naming L's model in other words loads no second copy."""
+    from disambig.cli.options import export_lm_roles
+
+    seen = []
+    monkeypatch.setattr(runtime, "build_lm", lambda settings, spec: seen.append((spec, settings.threads)) or spec)
+    monkeypatch.setattr(verifier, "_built", {})
+    for name in ("DISAMBIG_LM", "DISAMBIG_THREADS", "DISAMBIG_VERIFIER_LM"):
+        monkeypatch.delenv(name, raising=False)
+    export_lm_roles("local:qwen2.5-1.5b", None, lm="local:qwen2.5-0.5b", threads=1)
+    assert verifier.verifier_lm() == "local:qwen2.5-1.5b" and seen == [("local:qwen2.5-1.5b", 1)]
+    assert load_settings().lm == "local:qwen2.5-0.5b"
+    export_lm_roles("local", None, lm="local:qwen2.5-1.5b")  # `local` is the 1.5B
+    assert verifier.verifier_spec() == "" and verifier.verifier_lm() is None
+
+
 @pytest.mark.parametrize("command", ["ask", "eval", "compile"])
 def test_commands_take_verifier_lm_and_decoding(command):
     from typer.testing import CliRunner

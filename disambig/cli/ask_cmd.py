@@ -58,7 +58,8 @@ def ask(
         check_compiled(artifact, program)  # as `eval` does, before any index or model is loaded
     program = program or DEFAULT_PROGRAM
     program_options = options.parse_program_options(option, program, artifact or "")
-    options.export_lm_roles(verifier_lm, decoding, repetition_guard, repeat_penalty, prompt_lookup)
+    options.export_lm_roles(verifier_lm, decoding, repetition_guard, repeat_penalty, prompt_lookup, lm=lm,
+                           threads=threads)
     settings = load_settings(lm=lm, threads=threads, lm_cache=cache)
     module = _program(settings, program, retriever, corpus, artifact, program_options)
     inputs = _scope_inputs(module, program, dataset, scope)

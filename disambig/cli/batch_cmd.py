@@ -48,7 +48,8 @@ def batch(
     from disambig.optimizers.batch import check_engine, run_batch
 
     check_engine(engine, partitions)
-    options.export_lm_roles(verifier_lm, decoding, repetition_guard, repeat_penalty, prompt_lookup)
+    options.export_lm_roles(verifier_lm, decoding, repetition_guard, repeat_penalty, prompt_lookup, lm=lm,
+                           threads=threads)
     settings = load_settings(lm=lm, threads=threads, lm_cache=cache)
     check_remote_lm(settings)  # a remote LM's endpoint, once, before any row is read or written
     mlflow.set_tracking_uri(resolve_uri(tracking_uri))

@@ -109,7 +109,8 @@ def compile_(
         raise typer.BadParameter(f"--cascade and --cascade-thresholds are for `disambig compile route`, not "
                                  f"{program!r}")
     program_options = options.parse_program_options(option, program)
-    options.export_lm_roles(verifier_lm, decoding, repetition_guard, repeat_penalty, prompt_lookup)
+    options.export_lm_roles(verifier_lm, decoding, repetition_guard, repeat_penalty, prompt_lookup, lm=lm,
+                           threads=threads)
     settings = load_settings(lm=lm, threads=threads, lm_cache=cache)
     budget = Budget(demos=demos, candidates=count_option(candidates), trials=trials, metric_calls=metric_calls,
                     batch=batch, threads=eval_workers(settings))  # questions at once: 1 on the in-process model

@@ -59,7 +59,8 @@ def evaluate(
 
     split = split or default_split(dataset)
     program_options = options.parse_program_options(option, program, artifact)
-    options.export_lm_roles(verifier_lm, decoding, repetition_guard, repeat_penalty, prompt_lookup)
+    options.export_lm_roles(verifier_lm, decoding, repetition_guard, repeat_penalty, prompt_lookup, lm=lm,
+                           threads=threads)
     settings = load_settings(lm=lm, judge_lm=judge_lm, threads=threads, lm_cache=cache)
     run = prepare_run(settings, program, dataset, split, limit, list(metric), retriever, corpus, artifact,
                       program_options)

@@ -131,12 +131,15 @@ def check_proxy(proxy_top: int | None, judged: bool) -> None:
 
 
 def export_lm_roles(verifier_lm: str | None, decoding: str | None, repetition_guard: str | None = None,
-                    repeat_penalty: float | None = None, prompt_lookup: int | None = None) -> None:
-    """Make ``--verifier-lm``, ``--decoding``, ``--repetition-guard``, ``--repeat-penalty`` and ``--prompt-lookup``
-    the run's ``DISAMBIG_*`` variables, which the programs' verifier LM and every LM built from settings read."""
+                    repeat_penalty: float | None = None, prompt_lookup: int | None = None, *, lm: str | None = None,
+                    threads: int | None = None) -> None:
+    """Make ``--verifier-lm``, ``--decoding``, ``--repetition-guard``, ``--repeat-penalty``, ``--prompt-lookup``,
+    ``--lm`` and ``--threads`` the run's ``DISAMBIG_*`` variables, which the programs' verifier LM and every LM built
+    from settings read: a verifier LM gets the run's threads, and one naming the run's model is not loaded twice."""
     import os
 
-    for name, value in (("DISAMBIG_VERIFIER_LM", verifier_lm), ("DISAMBIG_DECODING", decoding),
+    for name, value in (("DISAMBIG_LM", lm), ("DISAMBIG_THREADS", None if threads is None else str(threads)),
+                        ("DISAMBIG_VERIFIER_LM", verifier_lm), ("DISAMBIG_DECODING", decoding),
                         ("DISAMBIG_REPETITION_GUARD", repetition_guard),
                         ("DISAMBIG_REPEAT_PENALTY", None if repeat_penalty is None else str(repeat_penalty)),
                         ("DISAMBIG_PROMPT_LOOKUP", None if prompt_lookup is None else str(prompt_lookup))):
