@@ -51,9 +51,10 @@ demo: $(STAMP)
 	$(VENV)/bin/disambig ask "Who won the US Open golf in 2017?" --program diva-anchored
 
 # The suite runs on every core (pytest-xdist; the slow end-to-end tests included); TEST_WORKERS=0 runs it in one process.
+# It ends with its 25 slowest tests, where the suite's minutes go.
 TEST_WORKERS ?= auto
 test: $(STAMP)
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal --durations=25
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
