@@ -39,7 +39,9 @@ def _export_parallel_calls(value: int | None) -> int | None:
 PARALLEL_CALLS = typer.Option(None, "--parallel-calls", min=1, metavar="N", callback=_export_parallel_calls,
                               help="Independent LM calls inside a program (VerDICt's feedback calls, DIVA's "
                                    "verifications, AMD's agents, DFA's judge batches) sent at once to a remote LM "
-                                   "(env DISAMBIG_PARALLEL_CALLS; default 8 remote; the in-process model: always 1).")
+                                   "(env DISAMBIG_PARALLEL_CALLS; default 8 remote). The in-process model takes "
+                                   "them one at a time unless N is above 1: then it decodes up to N together in one "
+                                   "batch (near-ties may go the other way; docs/benchmarks.md).")
 THREADS = typer.Option(None, "--threads", min=1,
                        help="CPU threads of the in-process model; with a remote LM, questions answered at once by "
                             "eval, batch and compile (env DISAMBIG_THREADS; default: the cores other processes leave "
