@@ -78,3 +78,13 @@ def test_commands_take_verifier_lm_and_decoding(command):
 
     help_text = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "200"}).output
     assert "--verifier-lm" in help_text and "--decoding" in help_text
+
+
+def test_configure_dspy_sets_the_projects_adapter():
+    import dspy
+
+    from disambig.lm import configure_dspy
+    from disambig.lm.adapter import CompactJSONAdapter
+
+    configure_dspy("an LM")
+    assert dspy.settings.lm == "an LM" and isinstance(dspy.settings.adapter, CompactJSONAdapter)
