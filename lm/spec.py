@@ -49,6 +49,25 @@ class LMSpec:
         return self.gguf.name if self.gguf is not None else str(self.model)
 
 
+def same_model(spec: str, other: str) -> bool:
+    """Whether two specs name one model (``local`` and ``local:qwen2.5-1.5b`` do); False when either is not a spec
+    ``parse_spec`` reads (a name only a custom LM factory knows)."""
+    if spec.strip() == other.strip():
+        return True
+    try:
+        return parse_spec(spec).model_name == parse_spec(other).model_name
+    except ConfigurationError:
+        return False
+
+
+def is_local_spec(spec: str) -> bool:
+    """Whether ``spec`` names an in-process model (False for a remote one and for a name ``parse_spec`` refuses)."""
+    try:
+        return parse_spec(spec).is_local
+    except ConfigurationError:
+        return False
+
+
 def parse_spec(spec: str) -> LMSpec:
     """Validate a spec string; a local GGUF path must exist. Nothing is loaded or assembled here.
 

@@ -22,14 +22,12 @@ _lock = threading.Lock()
 def verifier_spec() -> str:
     """The verifier LM spec of this run ("" when the run's LM does the rewriting and verification too, also when the
     spec names the run's model in other words, ``local`` and ``local:qwen2.5-1.5b``)."""
-    from disambig.lm.spec import parse_spec
+    from disambig.lm.spec import same_model
     from disambig.settings import load_settings
 
     settings = load_settings()
     spec = settings.verifier_lm.strip()
-    if not spec or spec == settings.lm or parse_spec(spec).model_name == parse_spec(settings.lm).model_name:
-        return ""
-    return spec
+    return "" if not spec or same_model(spec, settings.lm) else spec
 
 
 def verifier_lm() -> Any | None:

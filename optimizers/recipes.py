@@ -180,11 +180,12 @@ def teacher_spec(teacher: str | None, lm: str) -> str:
     Raises:
         ConfigurationError: the spec is malformed or names an unknown model or a missing file.
     """
-    from disambig.lm.spec import parse_spec
+    from disambig.lm.spec import parse_spec, same_model
 
     if not teacher:
         return ""
-    return "" if parse_spec(teacher).model_name == parse_spec(lm).model_name else teacher
+    parse_spec(teacher)  # a typo fails here, before anything loads
+    return "" if same_model(teacher, lm) else teacher
 
 
 def check_teacher(name: str, teacher: str | None) -> None:

@@ -3,6 +3,8 @@ verification (``--verifier-lm`` / ``DISAMBIG_VERIFIER_LM``)."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from disambig.errors import ConfigurationError
@@ -68,6 +70,18 @@ def test_a_verifier_lm_gets_the_runs_threads_and_is_not_the_runs_model_twice(mon
     assert load_settings().lm == "local:qwen2.5-0.5b"
     export_lm_roles("local", None, lm="local:qwen2.5-1.5b")  # `local` is the 1.5B
     assert verifier.verifier_spec() == "" and verifier.verifier_lm() is None
+
+
+def test_a_remote_runs_threads_are_not_a_local_verifiers_cores_and_a_factory_name_is_no_error(monkeypatch):
+    from disambig.cli.options import export_lm_roles
+
+    for name in ("DISAMBIG_LM", "DISAMBIG_THREADS", "DISAMBIG_VERIFIER_LM"):
+        monkeypatch.delenv(name, raising=False)
+    export_lm_roles("local:qwen2.5-1.5b", None, lm="openai/gpt-4o", threads=8)  # 8 questions at once, not 8 cores
+    assert "DISAMBIG_THREADS" not in os.environ
+    monkeypatch.setenv("DISAMBIG_LM", "scripted")  # a name only DISAMBIG_LM_FACTORY knows
+    monkeypatch.setenv("DISAMBIG_VERIFIER_LM", "openai/gpt-4o")
+    assert verifier.verifier_spec() == "openai/gpt-4o"
 
 
 @pytest.mark.parametrize("command", ["ask", "eval", "compile"])

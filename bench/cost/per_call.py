@@ -6,9 +6,10 @@ per LM step (signature), on the first dev questions.
     python -m bench.cost.per_call --report bench/results/per-call.jsonl [--results docs/benchmarks.md]
 
 One row per question is appended as it is answered (a stopped run resumes after its last question), holding each
-call's step, prompt, reused and reply tokens as the engine counted them. The report leaves out each setting's first
-question, whose calls find the prompt cache empty, unless it is the only one: the other questions show what a run pays
-a question once the instructions and demos are cached.
+call's step, prompt, reused and reply tokens as the engine counted them. The report leaves out the first question each
+process answered, whose calls found the prompt cache empty, unless no other is stored: the others show what a run pays
+a question once the instructions and demos are cached. The run's LM only: a ``--verifier-lm``'s calls are not in its
+history, so the profile refuses to run with one.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from bench.harness import Rows, Script, cpu_name
 from bench.harness.docs import generated
 
 SCRIPT = Script.of(__file__)
+KEY = ("lm", "program", "dataset", "threads", "id")
 
 
 def run(spec: str, program: str, dataset: str, limit: int, threads: int, rows: Rows) -> None:
@@ -35,35 +37,48 @@ def run(spec: str, program: str, dataset: str, limit: int, threads: int, rows: R
     from disambig.retrieval import build_retriever
     from disambig.settings import load_settings
 
+    if os.environ.get("DISAMBIG_VERIFIER_LM", "").strip():
+        raise SystemExit("DISAMBIG_VERIFIER_LM is set: a verifier LM's calls go to its own history, which this "
+                         "profile does not read; unset it")
     settings = load_settings(lm=spec, threads=threads)
     kind = retriever_kind(program, None)
     module = build_program(program, build_retriever(kind, corpus="wiki-slice", settings=settings) if kind else None)
     steps = step_names(module)
     lm = build_lm(settings)
+    cold = True  # the first question this process answers finds the prompt cache empty
     for number, example in enumerate(load_dataset(dataset, split="dev", limit=limit)):
-        if rows.done(spec, program, dataset, example.id):
+        if rows.done(spec, program, dataset, threads, example.id):
             continue
         before = len(lm.history)
         with dspy.context(lm=lm, adapter=default_adapter(), cache=False):
             prediction = module(question=example.question)
         calls = [call_row(entry, steps) for entry in lm.history[before:]]
         rows.add({"lm": spec, "program": program, "dataset": dataset, "id": example.id, "threads": threads,
-                  "order": number, "seconds": round(prediction.trace["seconds"], 2), "calls": calls,
+                  "order": number, "cold": cold, "seconds": round(prediction.trace["seconds"], 2), "calls": calls,
                   "load_avg": round(os.getloadavg()[0], 2), "cpu": cpu_name()})
+        cold = False
         print(f"{number + 1}/{limit} {example.id}: {len(calls)} calls, {prediction.trace['seconds']:.0f} s",
               file=sys.stderr)
 
 
 def step_names(module: Any) -> dict[str, str]:
-    """Each predictor's instruction (its first 60 characters, with which the system message opens) -> its signature's
-    name."""
+    """Each predictor's instruction (whitespace normalised; the system message opens with it) -> its signature's
+    name, longest instruction first so that one opening another cannot take its calls.
+
+    Raises:
+        SystemExit: two signatures of the program share an instruction, so their calls cannot be told apart.
+    """
     import textwrap
 
-    names = {}
+    names: dict[str, str] = {}
     for _, predictor in module.named_predictors():
         instruction = " ".join(textwrap.dedent(predictor.signature.instructions).split())
-        names[instruction[:60]] = predictor.signature.__name__
-    return names
+        name = predictor.signature.__name__
+        if names.get(instruction, name) != name:
+            raise SystemExit(f"{names[instruction]} and {name} share their instruction; their calls cannot be told "
+                             "apart")
+        names[instruction] = name
+    return dict(sorted(names.items(), key=lambda item: -len(item[0])))
 
 
 def call_row(entry: dict[str, Any], steps: dict[str, str]) -> dict[str, Any]:
@@ -81,16 +96,16 @@ def call_row(entry: dict[str, Any], steps: dict[str, str]) -> dict[str, Any]:
 def report(path: Path) -> str:
     """Per setting and step: calls, computed and reused prompt tokens and reply tokens a question."""
     groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
-    for row in Rows(path, key=("lm", "program", "dataset", "id")):
+    for row in Rows(path, key=KEY):
         groups[(row["lm"], row["program"], row["dataset"], row["threads"], row["code"]["commit"])].append(row)
     head = generated(SCRIPT.command(["--report", str(path)]), f"the rows of `{path}` (no LM call)")
     lines = [f"{head} {SCRIPT_NOTE}",
              "",
-             "| LM | program | step | questions | calls/q | prompt tokens computed/q | reused/q | reply tokens/q "
-             "| code |",
-             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
-    for (spec, program, _dataset, _threads, commit), group in sorted(groups.items()):
-        warm = [row for row in group if row["order"] > 0] or group
+             "| LM | threads | program | step | questions | calls/q | prompt tokens computed/q | reused/q "
+             "| reply tokens/q | code |",
+             "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for (spec, program, _dataset, threads, commit), group in sorted(groups.items()):
+        warm = [row for row in group if not row.get("cold", row["order"] == 0)] or group
         per_step: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
         for row in warm:
             for call in row["calls"]:
@@ -101,11 +116,11 @@ def report(path: Path) -> str:
                 totals[3] += call["reply"]
         n = len(warm)
         for step, (calls, computed, reused, reply) in per_step.items():
-            lines.append(f"| {spec} | {program} | {step} | {n} | {calls / n:.1f} | {computed / n:.0f} "
+            lines.append(f"| {spec} | {threads} | {program} | {step} | {n} | {calls / n:.1f} | {computed / n:.0f} "
                          f"| {reused / n:.0f} | {reply / n:.0f} | `{commit}` |")
         calls, computed, reused, reply = (sum(t[i] for t in per_step.values()) for i in range(4))
-        lines.append(f"| {spec} | {program} | all | {n} | {calls / n:.1f} | {computed / n:.0f} | {reused / n:.0f} "
-                     f"| {reply / n:.0f} | `{commit}` |")
+        lines.append(f"| {spec} | {threads} | {program} | all | {n} | {calls / n:.1f} | {computed / n:.0f} "
+                     f"| {reused / n:.0f} | {reply / n:.0f} | `{commit}` |")
     return "\n".join(lines)
 
 
@@ -129,7 +144,7 @@ def main() -> None:
         SCRIPT.section(args.results, report(args.report))
         return
     run(args.lm, args.program, args.dataset, args.limit, args.threads,
-        Rows(args.out, key=("lm", "program", "dataset", "id")))
+        Rows(args.out, key=KEY))
 
 
 if __name__ == "__main__":

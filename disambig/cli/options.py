@@ -137,10 +137,17 @@ def export_lm_roles(verifier_lm: str | None, decoding: str | None, repetition_gu
                     threads: int | None = None) -> None:
     """Make ``--verifier-lm``, ``--decoding``, ``--repetition-guard``, ``--repeat-penalty``, ``--prompt-lookup``,
     ``--lm`` and ``--threads`` the run's ``DISAMBIG_*`` variables, which the programs' verifier LM and every LM built
-    from settings read: a verifier LM gets the run's threads, and one naming the run's model is not loaded twice."""
+    from settings read: a verifier LM naming the run's model is not loaded twice, and an in-process one beside an
+    in-process run gets its ``--threads`` (beside a remote run ``--threads`` counts questions at once, not cores, so
+    it is not passed on)."""
     import os
 
-    for name, value in (("DISAMBIG_LM", lm), ("DISAMBIG_THREADS", None if threads is None else str(threads)),
+    from disambig.lm.spec import is_local_spec
+    from disambig.settings import Settings
+
+    run_lm = lm or os.environ.get("DISAMBIG_LM") or Settings.lm
+    cores = None if threads is None or not is_local_spec(run_lm) else str(threads)
+    for name, value in (("DISAMBIG_LM", lm), ("DISAMBIG_THREADS", cores),
                         ("DISAMBIG_VERIFIER_LM", verifier_lm), ("DISAMBIG_DECODING", decoding),
                         ("DISAMBIG_REPETITION_GUARD", repetition_guard),
                         ("DISAMBIG_REPEAT_PENALTY", None if repeat_penalty is None else str(repeat_penalty)),
