@@ -124,9 +124,9 @@ def report(path: Path) -> str:
     return "\n".join(lines)
 
 
-SCRIPT_NOTE = ("Tokens a question from the engine's counters; each setting's first question (an empty prompt cache) "
-               "left out. A reply token costs about five computed prompt tokens on these CPUs (the 1.5B decodes ~11 "
-               "and prefills ~56 tokens/s, docs/benchmarks.md).")
+SCRIPT_NOTE = ("Tokens a question from the engine's counters; the first question of each process (an empty prompt "
+               "cache) left out. A reply token costs about five computed prompt tokens on these CPUs (the 1.5B "
+               "decodes ~11 and prefills ~56 tokens/s, docs/benchmarks.md).")
 
 
 def main() -> None:
@@ -143,8 +143,7 @@ def main() -> None:
     if args.report:
         SCRIPT.section(args.results, report(args.report))
         return
-    run(args.lm, args.program, args.dataset, args.limit, args.threads,
-        Rows(args.out, key=KEY))
+    run(args.lm, args.program, args.dataset, args.limit, args.threads, Rows(args.out, key=KEY))
 
 
 if __name__ == "__main__":
