@@ -176,13 +176,9 @@ def eval_workers(settings: object) -> int:
     """Questions answered at once (by ``eval`` and by ``compile``'s scoring and optimizers): 1 for the in-process
     model (its calls are serialised anyway, queueing would inflate per-question latency, and its prompt cache would
     depend on the interleaving), the thread setting for remote LMs (and for an LM a custom factory builds)."""
-    from disambig.errors import ConfigurationError
-    from disambig.lm import parse_spec
+    from disambig.lm.spec import is_local_spec
 
-    try:
-        return 1 if parse_spec(settings.lm).is_local else settings.threads
-    except ConfigurationError:  # a spec only DISAMBIG_LM_FACTORY knows: not the in-process engine
-        return settings.threads
+    return 1 if is_local_spec(settings.lm) else settings.threads  # a name only a factory knows is not in-process
 
 
 def wide_console() -> Console:
