@@ -81,3 +81,24 @@ def test_the_launcher_imports_the_mapped_packages_from_the_tree_given(harness, t
                           check=True)
     assert json.loads(done.stdout) == ["the tree", str(tmp_path / "src" / "part.py")]
     assert harness.python_in(tmp_path)[0] == sys.executable
+
+
+def test_first_ids_keeps_a_block_of_the_split_in_its_order(harness, monkeypatch):
+    import dspy
+
+    import disambig.data
+    from bench.harness.runs import first_ids
+
+    asked = []
+
+    def load_dataset(name, split="all", limit=None):
+        asked.append((name, split, limit))
+        return [dspy.Example(id=f"q{i}") for i in range(1, 11)][:limit]
+
+    monkeypatch.setattr(disambig.data, "load_dataset", load_dataset)
+    run = {"dataset": "asqa", "split": "dev"}
+    assert first_ids(run, 4) == {"q1", "q2", "q3", "q4"}
+    assert first_ids(run, 6, skip=4) == {"q5", "q6"}
+    assert first_ids(run, None, skip=8) == {"q9", "q10"}
+    assert first_ids(run, 3, skip=5) == set()
+    assert asked == [("asqa", "dev", 4), ("asqa", "dev", 6), ("asqa", "dev", None), ("asqa", "dev", 3)]

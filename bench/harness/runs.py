@@ -33,12 +33,13 @@ def run_label(run: Path) -> str:
     return run.name.removesuffix(f"-{Path(params(run)['dataset']).stem}")
 
 
-def first_ids(run_params: Mapping[str, Any], n: int) -> set[str]:
-    """Ids of the first ``n`` questions of the split a run's ``params`` name."""
+def first_ids(run_params: Mapping[str, Any], n: int | None, skip: int = 0) -> set[str]:
+    """Ids of the first ``n`` questions (all with None) of the split a run's ``params`` name, less its first
+    ``skip``: ``n=150, skip=80`` are questions 81 to 150."""
     from disambig.data import load_dataset
 
     split = run_params.get("split", "dev")
-    return {str(ex.id) for ex in load_dataset(run_params["dataset"], split=split, limit=n)}
+    return {str(ex.id) for ex in load_dataset(run_params["dataset"], split=split, limit=n)[skip:]}
 
 
 def answers_code(run_params: Mapping[str, Any], raw: list[dict]) -> str:

@@ -32,15 +32,15 @@ PRIMARY = {"asqa": "dr", "ambignq": "ambigqa-f1"}
 REFERENCE = "vanilla-rag"
 
 
-def rescore(run: Path, first: int | None = None) -> dict:
+def rescore(run: Path, first: int | None = None, skip: int = 0) -> dict:
     """``{program, dataset, questions, failures, code, metrics, cost, params, primary, per_question}`` for one run
     folder (``per_question``: each question's scores by id; ``primary``: the dataset's primary metric, or None);
     with ``first``, only its answers to the first ``first`` questions of the run's split (to compare runs of
-    different lengths)."""
+    different lengths); with ``skip``, not its answers to the first ``skip`` (a later block of questions alone)."""
     from disambig.cli.score_cmd import load_questions
 
     run_params = params(run)
-    raw = raw_rows(run, first_ids(run_params, first) if first else None)
+    raw = raw_rows(run, first_ids(run_params, first, skip) if first or skip else None)
     kind = load_questions(run_params["dataset"])[1]
     retrieved = any((r.get("prediction") or {}).get("passages") for r in raw)
     extra = EXTRA.get(kind, []) + (["mrecall@5", *RETRIEVAL_EXTRA.get(kind, [])] if retrieved else [])
@@ -116,6 +116,9 @@ def main() -> None:
                         help="Run folders to include, by name without the dataset (e.g. diva vanilla-rag).")
     parser.add_argument("--first", type=int, default=None,
                         help="Score only the answers to the first N questions of each run's split.")
+    parser.add_argument("--skip", type=int, default=0,
+                        help="Leave out the answers to the first N questions of each run's split (with --first 150, "
+                             "--skip 80 scores questions 81-150).")
     args = parser.parse_args()
     by_dataset: dict[str, list[dict]] = {}
     for run in sorted(p.parent for runs in args.runs for p in runs.glob("*/results.jsonl")):
@@ -123,10 +126,11 @@ def main() -> None:
             continue
         if args.datasets and Path(params(run)["dataset"]).stem not in args.datasets:
             continue
-        row = rescore(run, args.first)
+        row = rescore(run, args.first, args.skip)
         by_dataset.setdefault(row["dataset"], []).append(row)
     only = (f" --datasets {' '.join(args.datasets)}" if args.datasets else "") + (
-        f" --only {' '.join(args.only)}" if args.only else "") + (f" --first {args.first}" if args.first else "")
+        f" --only {' '.join(args.only)}" if args.only else "") + (f" --first {args.first}" if args.first else "") + (
+        f" --skip {args.skip}" if args.skip else "")
     text = section(" ".join(str(r) for r in args.runs) + only, by_dataset)
     SCRIPT.section(args.results, text, "" if args.section == "suite" else args.section)
 
