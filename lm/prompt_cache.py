@@ -38,8 +38,10 @@ def save_kv_state(llama: Any) -> Any:
     written = llama_cpp.llama_state_get_data(llama.ctx, buffer, size)
     if written > size:
         raise RuntimeError("llama.cpp wrote more state than it announced")
+    # string_at copies the bytes in one go; bytes(buffer[:written]) went through a list of one int a byte, ~1.3 s
+    # a call for the 1.5B's ~25 MB state (docs/benchmarks.md, "Saving a prompt's state").
     return llama_cpp.llama.LlamaState(input_ids=llama.input_ids.copy(), scores=np.empty((0, 0), dtype=np.single),
-                                      n_tokens=llama.n_tokens, llama_state=bytes(buffer[:written]),
+                                      n_tokens=llama.n_tokens, llama_state=ctypes.string_at(buffer, written),
                                       llama_state_size=written, seed=llama._seed)
 
 

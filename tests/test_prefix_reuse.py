@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import dspy
 import pytest
 
@@ -106,3 +108,34 @@ def test_a_prompt_seen_two_calls_ago_resumes_from_its_state_with_the_same_reply(
     cached, reused_cached = run(64)
     assert cached == plain
     assert reused_cached > reused_plain + 150  # the third call resumed from the first call's ~200-token system turn
+
+
+def test_a_saved_state_holds_the_bytes_llama_cpp_wrote_and_loads_them_back(monkeypatch):
+    import ctypes
+
+    import llama_cpp
+    import numpy as np
+
+    from disambig.lm.prompt_cache import load_kv_state, save_kv_state
+
+    written = bytes(range(256)) * 3 + b"\x00tail"
+    loaded = []
+
+    def get_data(ctx, buffer, size):
+        ctypes.memmove(buffer, written, len(written))
+        return len(written)
+
+    def set_data(ctx, buffer, size):
+        loaded.append(ctypes.string_at(buffer, size))
+        return size
+
+    monkeypatch.setattr(llama_cpp, "llama_state_get_size", lambda ctx: len(written) + 100)  # announced > written
+    monkeypatch.setattr(llama_cpp, "llama_state_get_data", get_data)
+    monkeypatch.setattr(llama_cpp, "llama_state_set_data", set_data)
+    llama = SimpleNamespace(ctx=None, input_ids=np.array([1, 2, 3]), n_tokens=3, _seed=7)
+    state = save_kv_state(llama)
+    assert type(state.llama_state) is bytes and state.llama_state == written
+    assert state.llama_state_size == len(written) and state.n_tokens == 3
+    llama.input_ids, llama.n_tokens = np.array([9]), 1
+    load_kv_state(llama, state)
+    assert loaded == [written] and llama.n_tokens == 3 and list(llama.input_ids) == [1, 2, 3]
