@@ -53,6 +53,7 @@ def load_kv_state(llama: Any, state: Any) -> None:
     llama.n_tokens = state.n_tokens
     llama._requires_eval = True
     llama._seed = state.seed
-    buffer = (ctypes.c_uint8 * state.llama_state_size).from_buffer_copy(state.llama_state)
-    if llama_cpp.llama_state_set_data(llama.ctx, buffer, state.llama_state_size) != state.llama_state_size:
+    # A pointer into the bytes themselves: llama.cpp only reads them, so no copy is made first.
+    source = ctypes.cast(ctypes.c_char_p(state.llama_state), ctypes.POINTER(ctypes.c_uint8))
+    if llama_cpp.llama_state_set_data(llama.ctx, source, state.llama_state_size) != state.llama_state_size:
         raise RuntimeError("llama.cpp did not accept the saved state")
