@@ -31,3 +31,32 @@ def test_report_counts_the_calls_decoded_in_batches(tmp_path):
     row["counts"] |= {"batches": 2, "batched_calls": 9}
     path.write_text(json.dumps(row) + "\n")
     assert "| batch-calls | m | diva |" in report(path) and "| 9 in 2 |" in report(path)
+
+
+def test_the_state_copy_change_gives_the_off_engine_the_old_copy_of_the_same_bytes(monkeypatch):
+    import ctypes
+    from types import SimpleNamespace
+
+    import llama_cpp
+    import numpy as np
+    import pytest
+
+    from bench.cost.engine_ab import old_copy
+    from disambig.lm.prompt_cache import save_kv_state
+
+    written = bytes(range(256)) * 5
+
+    def get_data(ctx, buffer, size):
+        ctypes.memmove(buffer, written, len(written))
+        return len(written)
+
+    monkeypatch.setattr(llama_cpp, "llama_state_get_size", lambda ctx: len(written))
+    monkeypatch.setattr(llama_cpp, "llama_state_get_data", get_data)
+    llama = SimpleNamespace(ctx=None, input_ids=np.array([4, 5]), n_tokens=2, _seed=1, cache=object())
+    with pytest.raises(SystemExit, match="no KV-only states"):
+        old_copy(llama)  # no KV-only save_state installed on the model: nothing to compare against
+    llama.save_state = lambda: save_kv_state(llama)
+    old_copy(llama)
+    before, now = llama.save_state(), save_kv_state(llama)
+    assert before.llama_state == now.llama_state == written and before.llama_state_size == now.llama_state_size
+    assert list(before.input_ids) == [4, 5] and before.n_tokens == 2

@@ -11,6 +11,9 @@ question to the next so both see the same load. The changes:
   token), on through ``disambig.lm.lazy_grammar``; the replies must be the same token for token.
 - ``batch-calls``: on decodes a program's independent calls together (``disambig.lm.batch_decode``, up to 8 at
   once); off answers them one after another. Replies may differ where two tokens are nearly tied.
+- ``state-copy``: off saves the prompt cache's states with the copy the engine made before ``eb91b7f``
+  (``bench.cost.state_copy.old_save_state``, a list of one int a byte), on with today's one-copy ``save_kv_state``;
+  the states, so the replies, are the same byte for byte.
 
 The table says how many answers were the same. One row per question is appended as it is answered, and a run
 started again skips the questions its setting already has.
@@ -33,7 +36,8 @@ SCRIPT = Script.of(__file__)
 NAMES = ("off", "on")
 KEY = ("change", "model", "program", "dataset", "threads", "id")  # one row per question of a setting
 CHANGES = {"lazy-grammar": ({"lazy_grammar": False}, {}),  # engine attributes of off, of on
-           "batch-calls": ({}, {"batch_calls": True})}
+           "batch-calls": ({}, {"batch_calls": True}),
+           "state-copy": ({}, {})}  # the off engine's model gets the old state copy once loaded (``old_copy``)
 
 
 def run(change: str, model: str, program: str, dataset: str, limit: int, threads: int, rows: Rows) -> None:
@@ -52,6 +56,8 @@ def run(change: str, model: str, program: str, dataset: str, limit: int, threads
     for name, engine_args in zip(NAMES, CHANGES[change], strict=True):
         for key, value in engine_args.items():
             setattr(lms[name].engine, key, value)
+    if change == "state-copy":
+        old_copy(lms["off"].engine.llama)
     for number, example in enumerate(load_dataset(dataset, split="dev", limit=limit)):
         if rows.done(change, model, program, dataset, threads, example.id):
             continue
@@ -69,6 +75,17 @@ def run(change: str, model: str, program: str, dataset: str, limit: int, threads
                   "same": answers["on"] == answers["off"],
                   "load_avg": round(os.getloadavg()[0], 2), "cpu": cpu_name()})
         print(f"{number + 1}/{limit} {example.id}: {seconds} same={answers['on'] == answers['off']}", file=sys.stderr)
+
+
+def old_copy(llama: Any) -> None:
+    """Make the loaded ``llama`` save its prompt cache's states with the engine's copy of before ``eb91b7f``."""
+    from functools import partial
+
+    from bench.cost.state_copy import old_save_state
+
+    if llama.cache is None or "save_state" not in vars(llama):
+        raise SystemExit("the engine keeps no KV-only states (prompt cache off, or logits kept): nothing to compare")
+    llama.save_state = partial(old_save_state, llama)
 
 
 def _counts(lm: Any) -> dict[str, int]:

@@ -39,6 +39,17 @@ def old_save(llama: Any) -> bytes:
     return bytes(buffer[:written])
 
 
+def old_save_state(llama: Any) -> Any:
+    """``save_kv_state`` as it was before: the state's bytes through ``old_save`` (for ``engine_ab``'s off engine)."""
+    import llama_cpp
+    import numpy as np
+
+    data = old_save(llama)
+    return llama_cpp.llama.LlamaState(input_ids=llama.input_ids.copy(), scores=np.empty((0, 0), dtype=np.single),
+                                      n_tokens=llama.n_tokens, llama_state=data, llama_state_size=len(data),
+                                      seed=llama._seed)
+
+
 def timed(call: Any, repeats: int = 3) -> float:
     """Median seconds of ``repeats`` calls."""
     times = []
