@@ -36,10 +36,10 @@ def save_kv_state(llama: Any) -> Any:
     size = llama_cpp.llama_state_get_size(llama.ctx)
     buffer = (ctypes.c_uint8 * size)()
     written = llama_cpp.llama_state_get_data(llama.ctx, buffer, size)
-    if written > size:
-        raise RuntimeError("llama.cpp wrote more state than it announced")
-    # string_at copies the bytes in one go; bytes(buffer[:written]) went through a list of one int a byte, ~1.3 s
-    # a call for the 1.5B's ~25 MB state (docs/benchmarks.md, "Saving a prompt's state").
+    if written == 0 or written > size:  # llama.cpp returns 0 when it fails to write the state
+        raise RuntimeError(f"llama.cpp wrote {written} bytes of state, announcing {size}")
+    # string_at copies the bytes in one go; bytes(buffer[:written]) went through a list of one int a byte, ~2 s a
+    # call for the 1.5B's 27 MiB state of 1,000 tokens (docs/benchmarks.md, "Saving a prompt's state").
     return llama_cpp.llama.LlamaState(input_ids=llama.input_ids.copy(), scores=np.empty((0, 0), dtype=np.single),
                                       n_tokens=llama.n_tokens, llama_state=ctypes.string_at(buffer, written),
                                       llama_state_size=written, seed=llama._seed)

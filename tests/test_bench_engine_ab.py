@@ -42,6 +42,7 @@ def test_the_state_copy_change_gives_the_off_engine_the_old_copy_of_the_same_byt
     import pytest
 
     from bench.cost.engine_ab import old_copy
+    from bench.cost.state_copy import old_save_state
     from disambig.lm.prompt_cache import save_kv_state
 
     written = bytes(range(256)) * 5
@@ -57,6 +58,7 @@ def test_the_state_copy_change_gives_the_off_engine_the_old_copy_of_the_same_byt
         old_copy(llama)  # no KV-only save_state installed on the model: nothing to compare against
     llama.save_state = lambda: save_kv_state(llama)
     old_copy(llama)
+    assert llama.save_state.func is old_save_state and llama.save_state.args == (llama,)
     before, now = llama.save_state(), save_kv_state(llama)
     assert before.llama_state == now.llama_state == written and before.llama_state_size == now.llama_state_size
     assert list(before.input_ids) == [4, 5] and before.n_tokens == 2

@@ -125,7 +125,10 @@ def test_a_saved_state_holds_the_bytes_llama_cpp_wrote_and_loads_them_back(monke
         ctypes.memmove(buffer, written, len(written))
         return len(written)
 
+    pointer = llama_cpp.llama_state_set_data.argtypes[1]  # what the real function accepts
+
     def set_data(ctx, buffer, size):
+        pointer.from_param(buffer)
         loaded.append(ctypes.string_at(buffer, size))
         return size
 

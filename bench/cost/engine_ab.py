@@ -13,7 +13,7 @@ question to the next so both see the same load. The changes:
   once); off answers them one after another. Replies may differ where two tokens are nearly tied.
 - ``state-copy``: off saves the prompt cache's states with the copy the engine made before ``eb91b7f``
   (``bench.cost.state_copy.old_save_state``, a list of one int a byte), on with today's one-copy ``save_kv_state``;
-  the states, so the replies, are the same byte for byte.
+  both restore states with today's ``load_kv_state``. The states, so the replies, are the same byte for byte.
 
 The table says how many answers were the same. One row per question is appended as it is answered, and a run
 started again skips the questions its setting already has.

@@ -1,6 +1,6 @@
 """What the prompt cache pays to keep a call's state: ``save_kv_state`` copying llama.cpp's KV state out of the
-context, and ``load_kv_state`` copying it back, against the copy the engine made before (``bytes(buffer[:n])``,
-which goes through a Python list of one int a byte).
+context, and ``load_kv_state`` handing it back, against what the engine did before: ``bytes(buffer[:n])`` to save,
+which goes through a Python list of one int a byte, and a copy of the bytes into a new buffer to restore.
 
     python -m bench.cost.state_copy --model qwen2.5-1.5b --tokens 250 500 1000 2000 --threads 1
     python -m bench.cost.state_copy --report [--results docs/benchmarks.md]
@@ -39,6 +39,15 @@ def old_save(llama: Any) -> bytes:
     return bytes(buffer[:written])
 
 
+def old_load(llama: Any, state: Any) -> None:
+    """The engine's restore before: the state's bytes copied into a new buffer first."""
+    import llama_cpp
+
+    buffer = (ctypes.c_uint8 * state.llama_state_size).from_buffer_copy(state.llama_state)
+    if llama_cpp.llama_state_set_data(llama.ctx, buffer, state.llama_state_size) != state.llama_state_size:
+        raise RuntimeError("llama.cpp did not accept the saved state")
+
+
 def old_save_state(llama: Any) -> Any:
     """``save_kv_state`` as it was before: the state's bytes through ``old_save`` (for ``engine_ab``'s off engine)."""
     import llama_cpp
@@ -75,6 +84,7 @@ def measure(model: str, lengths: list[int], threads: int, rows: Rows) -> None:
         row = {"model": model, "tokens": length, "threads": threads, "when": time.time(), "cpu": cpu_name(),
                "load": load1(), "state_mb": round(state.llama_state_size / 2**20, 1),
                "save_before_s": timed(lambda: old_save(llama)), "save_s": timed(lambda: save_kv_state(llama)),
+               "load_before_s": timed(partial(old_load, llama, state)),
                "load_s": timed(partial(load_kv_state, llama, state))}
         print(row, flush=True)
         rows.add(row)
@@ -83,11 +93,13 @@ def measure(model: str, lengths: list[int], threads: int, rows: Rows) -> None:
 def report(path: Path) -> str:
     """One line a row: the state's size and the seconds of each copy."""
     head = generated(SCRIPT.command(["--report"]), f"the rows of `{path}` (no LM call)")
-    lines = [head, "", "| model | prompt tokens | state MB | save before (s) | save now (s) | load (s) | CPU "
-             "| load avg | code |", "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- |"]
+    lines = [head, "", "| model | prompt tokens | state MiB | save before (s) | save now (s) | restore before (s) "
+             "| restore now (s) | CPU | load avg | code |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- |"]
     for row in Rows(path, key=("model", "tokens", "when")):
+        restore_before = f"{row['load_before_s']:.3f}" if "load_before_s" in row else "–"
         lines.append(f"| {row['model']} | {row['tokens']} | {row['state_mb']} | {row['save_before_s']:.3f} "
-                     f"| {row['save_s']:.3f} | {row['load_s']:.3f} | {row['cpu']} | {row['load']} "
+                     f"| {row['save_s']:.3f} | {restore_before} | {row['load_s']:.3f} | {row['cpu']} | {row['load']} "
                      f"| `{row['code']['commit']}` |")
     return "\n".join(lines)
 

@@ -120,6 +120,8 @@ def main() -> None:
                         help="Leave out the answers to the first N questions of each run's split (with --first 150, "
                              "--skip 80 scores questions 81-150).")
     args = parser.parse_args()
+    if args.skip < 0 or (args.first is not None and args.skip >= args.first):
+        parser.error(f"--skip {args.skip} leaves no questions: give 0 <= --skip < --first")
     by_dataset: dict[str, list[dict]] = {}
     for run in sorted(p.parent for runs in args.runs for p in runs.glob("*/results.jsonl")):
         if args.only and run_label(run) not in args.only:
