@@ -4,6 +4,7 @@
     python -m bench.run bench/quality/suite.toml                        # HEAD's code, every run of the file
     python -m bench.run bench/quality/suite.toml --commit 3dbc4af --only vanilla-rag-asqa
     python -m bench.run bench/quality/artifacts.toml --dry-run          # print the commands, run nothing
+    python -m bench.run bench/cost/speed.toml --out bench/results/speed-after   # the same runs into other folders
 
 A configuration is TOML; ``out`` is the folder of its run folders (relative to the checkout), ``[defaults]`` holds
 keys every run gets, and each ``[[runs]]`` entry is one run, or one per program × dataset when it lists several:
@@ -81,13 +82,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("config", type=Path, help="a TOML configuration (bench/*/*.toml)")
     parser.add_argument("--commit", default="HEAD", help="the commit whose code answers (a clean worktree of it)")
     parser.add_argument("--only", nargs="+", default=None, help="run folder names to run, of the configuration's")
+    parser.add_argument("--out", default=None,
+                        help="the folder of run folders instead of the configuration's `out` (e.g. one per code)")
     parser.add_argument("--dry-run", action="store_true", help="print the commands and run nothing")
     args = parser.parse_args(argv)
     config = tomllib.loads(args.config.read_text(encoding="utf-8"))
     runs = [run for run in expand(config) if args.only is None or run.name in args.only]
     if not runs:
         raise SystemExit(f"no run of {args.config} is named {', '.join(args.only or [])}")
-    out = CHECKOUT / config["out"]
+    out = CHECKOUT / (args.out or config["out"])
     if args.dry_run:
         print("\n".join(" ".join(["disambig", *run.arguments(out)]) for run in runs))
         return

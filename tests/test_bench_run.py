@@ -66,6 +66,14 @@ def test_a_dry_run_prints_the_commands_of_the_runs_chosen(runner, tmp_path, caps
         runner.main([str(tmp_path / "c.toml"), "--only", "nope", "--dry-run"])
 
 
+def test_out_puts_the_same_runs_into_another_folder_of_run_folders(runner, tmp_path, capsys):
+    (tmp_path / "c.toml").write_text(CONFIG)
+    runner.main([str(tmp_path / "c.toml"), "--only", "closed-book-asqa", "--dry-run"])
+    assert capsys.readouterr().out.rstrip().endswith(str(Path("bench/results/x/closed-book-asqa")))
+    runner.main([str(tmp_path / "c.toml"), "--only", "closed-book-asqa", "--out", "bench/results/y", "--dry-run"])
+    assert capsys.readouterr().out.rstrip().endswith(str(Path("bench/results/y/closed-book-asqa")))
+
+
 def test_the_speed_configuration_runs_the_four_programs_on_both_models_on_the_same_questions(runner):
     runs = runner.expand(tomllib.loads((ROOT / "bench/cost/speed.toml").read_text(encoding="utf-8")))
     assert sorted(run.program for run in runs) == sorted(["adf", "diva", "vanilla-rag", "verdict"] * 2)

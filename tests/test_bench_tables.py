@@ -126,6 +126,27 @@ def test_speed_table_averages_seconds_calls_and_tokens_per_question(tmp_path, be
         in speed.table([row])
 
 
+
+def test_speed_table_sets_a_later_run_beside_the_earlier_run_of_the_same_program(tmp_path, bench):
+    speed = bench("bench.cost.speed_table")
+
+    def run(folder: str, commit: str, seconds: list[float], answers: list[str]):
+        path = tmp_path / folder / "m-diva"
+        path.mkdir(parents=True)
+        (path / "params.json").write_text(json.dumps({"program": "diva", "dataset": "q.jsonl", "lm": "local:m"}))
+        write_jsonl(path / "results.jsonl", [{"id": f"q{i}", "code": {"commit": commit, "dirty": False},
+                                              "trace": {"seconds": s}, "prediction": {"long_answer": a}, "error": None}
+                                             for i, (s, a) in enumerate(zip(seconds, answers))])
+        return speed.measure(path)
+
+    before = run("before", "old111", [40.0, 60.0, 50.0], ["a", "b", "c"])
+    after = run("after", "new222", [20.0, 30.0], ["a", "B"])  # the third question not answered yet
+    text = speed.table([before, after], {("local:m", "diva"): before})
+    # on q0 and q1: (20 + 30) / (40 + 60) = 0.50; one of the two answers unchanged
+    line = next(line for line in text.splitlines() if "`new222`" in line)
+    assert "| 0.50 [" in line and "of `old111`, 1/2 same answers |" in line
+    assert next(line for line in text.splitlines() if "`old111`" in line).endswith("| – |")
+
 def test_passage_talk_bench_cleans_stored_rows_without_changing_them(tmp_path, bench):
     talk = bench("bench.quality.passage_talk")
     stored = [{"id": "q1", "prediction": {"long_answer": "The passage states that Koepka won. He won in 2017.",

@@ -2,11 +2,16 @@
 
     python -m bench.run bench/cost/speed.toml                     # the runs (idle cores, 2 threads)
     python -m bench.cost.speed_table --runs bench/results/speed [--results docs/benchmarks.md]
+    python -m bench.run bench/cost/speed.toml --out bench/results/speed-after   # the same runs at newer code
+    python -m bench.cost.speed_table --runs bench/results/speed bench/results/speed-after
 
 A row: the model, the program, the questions answered, the mean seconds a question with its 95% bootstrap interval,
 the median, LM calls, prompt tokens (and how many of them were reused from the prompt cache rather than prefilled),
 generated tokens, the dataset's primary metric, and the code that answered. The first question of a run also pays
-for loading the model and opening the indexes; the column "s/q without the first" leaves it out.
+for loading the model and opening the indexes; the column "s/q without the first" leaves it out. Given several
+folders, a run of a later folder is set beside the first folder's run of the same model and program: its total seconds
+over the earlier run's on the questions both answered (paired bootstrap over questions), and how many of those
+questions got the same long answer.
 """
 
 from __future__ import annotations
@@ -36,7 +41,9 @@ def measure(run: Path) -> dict:
 
     primary = PRIMARY_METRICS.get(run_params["dataset"])  # a named dataset (asqa, ambignq) is its own kind
     value = score_rows(raw, run_params["dataset"]).metrics.get(primary) if primary else None
-    return {"model": run_params.get("lm", ""), "program": run_params["program"], "n": len(raw),
+    answers = [((r.get("prediction") or {}).get("long_answer") or "") for r in raw]
+    return {"ids": [str(r["id"]) for r in raw], "seconds": seconds, "answers": answers,
+            "model": run_params.get("lm", ""), "program": run_params["program"], "n": len(raw),
             "mean": statistics.fmean(seconds) if seconds else 0.0, "interval": interval,
             "rest": statistics.fmean(seconds[1:]) if len(seconds) > 1 else None,
             "median": statistics.median(seconds) if seconds else 0.0, "calls": mean("lm_calls"),
@@ -44,29 +51,54 @@ def measure(run: Path) -> dict:
             "primary": primary, "value": value, "code": answers_code(run_params, raw)}
 
 
-def table(rows: list[dict]) -> str:
+def against(row: dict, earlier: dict) -> str:
+    """The row's time over an earlier run's on the questions both answered, and how many answers stayed the same."""
+    from bench.cost.prompt_lookup import ratio_interval
+
+    before = dict(zip(earlier["ids"], zip(earlier["seconds"], earlier["answers"])))
+    common = [(before[i][0], s, before[i][1] == a) for i, s, a in zip(row["ids"], row["seconds"], row["answers"])
+              if i in before]
+    if len(common) < 2:
+        return "–"
+    ratio = ratio_interval([c[0] for c in common], [c[1] for c in common])
+    return f"{ratio} of `{earlier['code']}`, {sum(c[2] for c in common)}/{len(common)} same answers"
+
+
+def table(rows: list[dict], earlier: dict[tuple[str, str], dict] | None = None) -> str:
+    """One line a run; with ``earlier`` (runs by model and program), each run's time against its earlier run."""
+    earlier = earlier or {}
     head = ("| model | program | n | s/q [95% CI] | s/q without the first | median s | LM calls/q | prompt tokens/q "
-            "(reused) | generated tokens/q | primary metric | code |\n"
-            "| --- | --- | ---: | --- | ---: | ---: | ---: | --- | ---: | --- | --- |")
+            "(reused) | generated tokens/q | primary metric | code | time vs earlier code [95% CI] |\n"
+            "| --- | --- | ---: | --- | ---: | ---: | ---: | --- | ---: | --- | --- | --- |")
     lines = []
     for r in rows:
+        before = earlier.get((r["model"], r["program"]))
+        versus = against(r, before) if before is not None and before is not r else "–"
         ci = f" [{r['interval'].low:.1f}, {r['interval'].high:.1f}]" if r["interval"] else ""
         rest = "–" if r["rest"] is None else f"{r['rest']:.1f}"
         value = "–" if r["value"] is None else f"{r['primary']} {r['value']:.3f}"
         lines.append(f"| {r['model']} | {r['program']} | {r['n']} | {r['mean']:.1f}{ci} | {rest} | {r['median']:.1f} | "
                      f"{r['calls']:.1f} | {r['prompt']:,.0f} ({r['reused']:,.0f}) | {r['generated']:.0f} | {value} | "
-                     f"`{r['code']}` |")
+                     f"`{r['code']}` | {versus} |")
     return "\n".join([head, *lines])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=Path, default=Path("bench/results/speed"), help="the folder of run folders")
+    parser.add_argument("--runs", type=Path, nargs="+", default=[Path("bench/results/speed")],
+                        help="folders of run folders, earliest code first")
     parser.add_argument("--results", type=Path, default=None, help="write the table into this docs file too")
     args = parser.parse_args()
-    runs = sorted(p for p in args.runs.iterdir() if (p / "results.jsonl").is_file() and (p / "params.json").is_file())
-    body = (f"Generated by `{SCRIPT.command(['--runs', str(args.runs)])}` from the stored runs (no LM call).\n\n"
-            f"{table([measure(run) for run in runs])}")
+    rows, earlier = [], {}
+    for folder in args.runs:
+        if not folder.is_dir():
+            raise SystemExit(f"{folder} is not a folder of run folders")
+        for run in sorted(p for p in folder.iterdir() if (p / "results.jsonl").is_file() and (p / "params.json").is_file()):
+            rows.append(measure(run))
+            earlier.setdefault((rows[-1]["model"], rows[-1]["program"]), rows[-1])
+    folders = [str(folder) for folder in args.runs]
+    body = (f"Generated by `{SCRIPT.command(['--runs', *folders])}` from the stored runs (no LM call).\n\n"
+            f"{table(rows, earlier)}")
     SCRIPT.section(args.results, body)
 
 
