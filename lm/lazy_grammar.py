@@ -8,8 +8,10 @@ the best allowed one taken. llama.cpp's own ``common_sampler`` does the same (it
 
 The reply is the library's, token for token: the chain's greedy step takes the first token of highest logit among
 those the grammar keeps, and when the raw best is allowed it is that token. It applies only to calls the chain
-would decode greedily with nothing else in it: temperature 0, no logits processor, no repetition, frequency or
-presence penalty; other calls go through the library unchanged.
+would decode greedily with nothing else in it: temperature 0, no repetition, frequency or presence penalty, and no
+logits processor but ones that only read the logits (``keeps_logits``, as ``disambig.lm.token_logprobs`` records
+log-probabilities); those are called first with what the library would give them. Other calls go through the library
+unchanged.
 """
 
 from __future__ import annotations
@@ -119,8 +121,10 @@ class LazyGrammar:
             self._free()
             self._source, self._pick = grammar, GreedyPick(self.llama, grammar, self.counts)
         idx = kwargs.get("idx")
-        return self._pick(logits_at(self.llama._ctx.ctx, self.llama.n_vocab(),
-                                    -1 if idx is None else idx - self.llama.n_tokens))
+        logits = logits_at(self.llama._ctx.ctx, self.llama.n_vocab(), -1 if idx is None else idx - self.llama.n_tokens)
+        for reader in kwargs.get("logits_processor") or ():  # readers only (plain_greedy), as the library calls them
+            reader(self.llama._input_ids, logits)
+        return self._pick(logits)
 
     def _free(self) -> None:
         if self._pick is not None:
@@ -130,7 +134,8 @@ class LazyGrammar:
 
 def plain_greedy(kwargs: dict[str, Any]) -> bool:
     """Whether the library's chain for these arguments is the grammar and a greedy pick, nothing that moves logits."""
-    return (kwargs.get("temp") == 0.0 and kwargs.get("logits_processor") is None
+    readers = kwargs.get("logits_processor") or ()
+    return (kwargs.get("temp") == 0.0 and all(getattr(reader, "keeps_logits", False) for reader in readers)
             and kwargs.get("repeat_penalty", 1.0) == 1.0 and kwargs.get("frequency_penalty", 0.0) == 0.0
             and kwargs.get("presence_penalty", 0.0) == 0.0)
 

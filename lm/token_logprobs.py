@@ -26,6 +26,8 @@ class LogprobRecorder:
         schema: the response's JSON schema; its grammar masks the logits (None: the raw distribution).
     """
 
+    keeps_logits = True  # it reads the logits and returns them as given (lm/lazy_grammar.py may call it itself)
+
     def __init__(self, llama: Any, top: int, schema: dict[str, Any] | None = None) -> None:
         self.llama = llama
         self.top = max(int(top), 1)

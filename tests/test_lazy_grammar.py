@@ -62,10 +62,24 @@ def test_a_dspy_call_with_prompt_lookup_gives_the_same_fields(engines):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("config", [{"temperature": 0.7, "seed": 3}, {"logprobs": True, "top_logprobs": 2}])
-def test_sampled_and_log_probability_calls_go_through_the_library(engines, config):
+def test_sampled_calls_go_through_the_library(engines):
     _, lazy = engines
     assert lazy.engine.llama is not None  # loaded
     before = lazy.engine.grammar_.counts.tokens
-    _reply(lazy, QUESTIONS[0], **config)
+    _reply(lazy, QUESTIONS[0], temperature=0.7, seed=3)
     assert lazy.engine.grammar_.counts.tokens == before
+
+
+@pytest.mark.slow
+def test_a_log_probability_call_is_sampled_lazily_with_the_library_reply_and_log_probabilities(engines):
+    library, lazy = engines
+    fmt = {"type": "json_schema", "json_schema": {"name": "reply", "schema": SCHEMA}}
+    before = lazy.engine.grammar_.counts.tokens if lazy.engine.grammar_ else 0
+    replies = [lm(QUESTIONS[0], response_format=fmt, logprobs=True, top_logprobs=3)[0] for lm in (library, lazy)]
+    assert replies[1]["text"] == replies[0]["text"]
+    expected, got = replies[0]["logprobs"]["content"], replies[1]["logprobs"]["content"]
+    assert len(got) == len(expected) > 3
+    for want, have in zip(expected, got):
+        assert have["token"] == want["token"] and have["logprob"] == pytest.approx(want["logprob"], abs=1e-6)
+        assert [t["token"] for t in have["top_logprobs"]] == [t["token"] for t in want["top_logprobs"]]
+    assert lazy.engine.grammar_.counts.tokens > before  # the lazy path chose these tokens
