@@ -122,6 +122,7 @@ class LazyGrammar:
             self._source, self._pick = grammar, GreedyPick(self.llama, grammar, self.counts)
         idx = kwargs.get("idx")
         logits = logits_at(self.llama._ctx.ctx, self.llama.n_vocab(), -1 if idx is None else idx - self.llama.n_tokens)
+        logits.setflags(write=False)  # a reader that wrote into them would change the pick
         for reader in kwargs.get("logits_processor") or ():  # readers only (plain_greedy), as the library calls them
             reader(self.llama._input_ids, logits)
         return self._pick(logits)

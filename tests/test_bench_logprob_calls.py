@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from bench.cost.logprob_calls import report, same
 
 
-def _reply(text: str, *logprobs: float) -> dict:
-    return {"text": text, "logprobs": {"content": [{"token": f"t{i}", "logprob": p} for i, p in enumerate(logprobs)]}}
+def _reply(text: str, *logprobs: float, other: float = -2.0) -> dict:
+    return {"text": text, "logprobs": {"content": [
+        {"token": f"t{i}", "logprob": p, "top_logprobs": [{"token": f"t{i}", "logprob": p}, {"token": "x", "logprob": other}]}
+        for i, p in enumerate(logprobs)]}}
 
 
 def test_two_replies_are_the_same_only_with_the_same_text_tokens_and_log_probabilities():
@@ -16,6 +20,9 @@ def test_two_replies_are_the_same_only_with_the_same_text_tokens_and_log_probabi
     assert not same(_reply("yes", -0.1, -0.2), _reply("yes", -0.1, -0.3))
     assert not same(_reply("yes", -0.1), _reply("yes", -0.1, -0.2))
     assert not same(_reply("yes", -0.1), _reply("no", -0.1))
+    assert not same(_reply("yes", -0.1, other=-2.0), _reply("yes", -0.1, other=-2.5))  # an alternative moved
+    with pytest.raises(SystemExit, match="without log-probabilities"):
+        same({"text": "yes", "logprobs": None}, _reply("yes", -0.1))
 
 
 def test_report_gives_seconds_each_way_the_ratio_and_the_time_saved_a_token(tmp_path):

@@ -141,11 +141,30 @@ def test_speed_table_sets_a_later_run_beside_the_earlier_run_of_the_same_program
 
     before = run("before", "old111", [40.0, 60.0, 50.0], ["a", "b", "c"])
     after = run("after", "new222", [20.0, 30.0], ["a", "B"])  # the third question not answered yet
-    text = speed.table([before, after], {("local:m", "diva"): before})
+    text = speed.table([before, after], {("local:m", "diva", "q.jsonl"): before})
     # on q0 and q1: (20 + 30) / (40 + 60) = 0.50; one of the two answers unchanged
     line = next(line for line in text.splitlines() if "`new222`" in line)
     assert "| 0.50 [" in line and "of `old111`, 1/2 same answers |" in line
     assert next(line for line in text.splitlines() if "`old111`" in line).endswith("| – |")
+    after["answers"][1] = None  # a failed question is left out of the pairing: one question left, no ratio
+    assert speed.table([after], {("local:m", "diva", "q.jsonl"): before}).splitlines()[-1].endswith("| – |")
+
+
+def test_speed_table_takes_the_earlier_runs_from_the_first_folder_only(tmp_path, bench, monkeypatch, capsys):
+    speed = bench("bench.cost.speed_table")
+    for folder, commit, seconds in [("a", "old111", 40.0), ("b", "new222", 20.0), ("c", "new333", 10.0)]:
+        path = tmp_path / folder / "m-diva"
+        path.mkdir(parents=True)
+        (path / "params.json").write_text(json.dumps({"program": "diva", "dataset": "q.jsonl", "lm": "local:m"}))
+        write_jsonl(path / "results.jsonl", [{"id": f"q{i}", "code": {"commit": commit, "dirty": False},
+                                              "trace": {"seconds": seconds}, "prediction": {"long_answer": "a"},
+                                              "error": None} for i in range(3)])
+    monkeypatch.setattr("sys.argv", ["speed_table", "--runs", *(str(tmp_path / f) for f in "abc")])
+    speed.main()
+    lines = {line.split("`")[1]: line for line in capsys.readouterr().out.splitlines() if line.startswith("| local")}
+    assert lines["old111"].endswith("| – |")
+    assert "| 0.50 [0.50, 0.50] of `old111`, 3/3 same answers |" in lines["new222"]
+    assert "| 0.25 [0.25, 0.25] of `old111`, 3/3 same answers |" in lines["new333"]
 
 def test_passage_talk_bench_cleans_stored_rows_without_changing_them(tmp_path, bench):
     talk = bench("bench.quality.passage_talk")

@@ -71,15 +71,30 @@ def test_sampled_calls_go_through_the_library(engines):
 
 
 @pytest.mark.slow
-def test_a_log_probability_call_is_sampled_lazily_with_the_library_reply_and_log_probabilities(engines):
+@pytest.mark.parametrize("question", QUESTIONS)  # the second one makes the grammar refuse the best token
+def test_a_log_probability_call_is_sampled_lazily_with_the_library_reply_and_log_probabilities(engines, question):
     library, lazy = engines
     fmt = {"type": "json_schema", "json_schema": {"name": "reply", "schema": SCHEMA}}
     before = lazy.engine.grammar_.counts.tokens if lazy.engine.grammar_ else 0
-    replies = [lm(QUESTIONS[0], response_format=fmt, logprobs=True, top_logprobs=3)[0] for lm in (library, lazy)]
+    replies = [lm(question, response_format=fmt, logprobs=True, top_logprobs=3)[0] for lm in (library, lazy)]
     assert replies[1]["text"] == replies[0]["text"]
     expected, got = replies[0]["logprobs"]["content"], replies[1]["logprobs"]["content"]
     assert len(got) == len(expected) > 3
     for want, have in zip(expected, got):
         assert have["token"] == want["token"] and have["logprob"] == pytest.approx(want["logprob"], abs=1e-6)
         assert [t["token"] for t in have["top_logprobs"]] == [t["token"] for t in want["top_logprobs"]]
+        assert [t["logprob"] for t in have["top_logprobs"]] == pytest.approx([t["logprob"] for t in want["top_logprobs"]],
+                                                                           abs=1e-6)
     assert lazy.engine.grammar_.counts.tokens > before  # the lazy path chose these tokens
+
+
+def test_only_readers_of_the_logits_keep_a_call_on_the_lazy_path():
+    from disambig.lm.lazy_grammar import plain_greedy
+    from disambig.lm.token_logprobs import LogprobRecorder
+
+    recorder = LogprobRecorder.__new__(LogprobRecorder)  # no model needed to ask what it does to logits
+    assert plain_greedy({"temp": 0.0}) and plain_greedy({"temp": 0.0, "logits_processor": []})
+    assert plain_greedy({"temp": 0.0, "logits_processor": [recorder]})
+    assert not plain_greedy({"temp": 0.0, "logits_processor": [recorder, lambda ids, logits: logits]})
+    assert not plain_greedy({"temp": 0.7, "logits_processor": [recorder]})
+    assert not plain_greedy({"temp": 0.0, "repeat_penalty": 1.1})

@@ -8,14 +8,16 @@ processor that masks the logits with its own copy of the response grammar (``dis
 such a call also went through the library's sampling chain, whose grammar step checks the whole vocabulary again at
 every token. Now the lazy grammar (``disambig.lm.lazy_grammar``) picks the token, asking the grammar about the best
 token only. Two engines of one model, the library's and the lazy one, answer the same Yes/No calls in turn (each
-call's prompt new to both, so both prefill it); a row per call: seconds, generated tokens, and whether reply and
-log-probabilities are the same.
+call's prompt new to both, so both prefill it; one untimed call each first loads the model); a row per call: seconds,
+the tokens whose log-probabilities were recorded (every reply token but the last), and whether reply, tokens, top
+alternatives and log-probabilities are the same.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -49,11 +51,23 @@ def call(lm: Any, question: str) -> tuple[float, dict]:
     return time.perf_counter() - start, reply
 
 
+def entries(reply: dict) -> list[dict]:
+    """The reply's per-token log-probabilities; a reply without them is refused (the engine must record them)."""
+    content = (reply.get("logprobs") or {}).get("content")
+    if not content:
+        raise SystemExit(f"a reply came back without log-probabilities: {reply.get('text')!r}")
+    return content
+
+
 def same(a: dict, b: dict) -> bool:
-    """The same text, the same tokens, and log-probabilities equal to 1e-6."""
-    x, y = a["logprobs"]["content"], b["logprobs"]["content"]
+    """The same text, the same tokens and top alternatives, and their log-probabilities equal to 1e-6."""
+    def close(p: dict, q: dict) -> bool:
+        return p["token"] == q["token"] and abs(p["logprob"] - q["logprob"]) < 1e-6
+
+    x, y = entries(a), entries(b)
     return a["text"] == b["text"] and len(x) == len(y) and all(
-        p["token"] == q["token"] and abs(p["logprob"] - q["logprob"]) < 1e-6 for p, q in zip(x, y))
+        close(p, q) and len(p["top_logprobs"]) == len(q["top_logprobs"])
+        and all(close(u, v) for u, v in zip(p["top_logprobs"], q["top_logprobs"])) for p, q in zip(x, y))
 
 
 def measure(model: str, threads: int, calls: int, rows: Rows) -> None:
@@ -61,15 +75,17 @@ def measure(model: str, threads: int, calls: int, rows: Rows) -> None:
 
     library, lazy = (make_lm(f"local:{model}", threads=threads, max_tokens=48) for _ in range(2))
     library.engine.lazy_grammar = False
+    for lm in (library, lazy):  # load the model and warm the caches outside the timings
+        call(lm, "Is this a warm-up?")
     for i, question in enumerate((QUESTIONS * (calls // len(QUESTIONS) + 1))[:calls]):
         question = f"{question} (call {i})"  # a prompt neither engine's cache holds
         order = [("library", library), ("lazy", lazy)] if i % 2 == 0 else [("lazy", lazy), ("library", library)]
         timed = {name: call(lm, question) for name, lm in order}
-        tokens = len(timed["lazy"][1]["logprobs"]["content"])
+        tokens = len(entries(timed["lazy"][1]))  # the recorded tokens: all but the reply's last
         row = {"model": model, "threads": threads, "call": i, "when": time.time(), "cpu": cpu_name(), "load": load1(),
                "library_s": timed["library"][0], "lazy_s": timed["lazy"][0], "tokens": tokens,
                "same": same(timed["library"][1], timed["lazy"][1])}
-        print(row, flush=True)
+        print(row, file=sys.stderr, flush=True)
         rows.add(row)
     for lm in (library, lazy):
         lm.engine.close()
@@ -83,7 +99,7 @@ def report(path: Path) -> str:
     for row in Rows(path, key=("model", "call", "when")):
         groups.setdefault((row["model"], row["threads"], row["code"]["commit"]), []).append(row)
     lines = [generated(SCRIPT.command(["--report"]), f"the rows of `{path}` (no LM call)"), "",
-             "| model | threads | calls | generated tokens/call | library s/call | lazy s/call | lazy/library [95% CI] "
+             "| model | threads | calls | recorded tokens/call | library s/call | lazy s/call | lazy/library [95% CI] "
              "| saved ms/token | same replies and log-probabilities | load avg | CPU | code |",
              "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- | --- | --- | --- |"]
     for (model, threads, commit), group in groups.items():
