@@ -37,6 +37,15 @@ def test_a_section_replaces_its_markers_content_and_is_appended_when_new(harness
     assert harness.Script.of(str(ROOT / "bench" / "harness" / "docs.py")).path == "bench/harness/docs.py"
 
 
+def test_report_options_read_the_table_flag_and_a_docs_file(harness):
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    harness.Script.add_report_options(parser)
+    assert vars(parser.parse_args([])) == {"report": False, "results": None}
+    assert vars(parser.parse_args(["--report", "--results", "docs/x.md"])) == {"report": True,
+                                                                               "results": Path("docs/x.md")}
+
 def test_rows_resume_by_key_and_carry_the_code_that_made_them(harness, tmp_path):
     from disambig.evaluation.code_version import code_stamp
 

@@ -118,8 +118,7 @@ def main() -> None:
     parser.add_argument("--model", default="qwen2.5-1.5b")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--calls", type=int, default=8)
-    parser.add_argument("--report", action="store_true", help="print the table of the stored rows and exit")
-    parser.add_argument("--results", type=Path, help="with --report: also write the table into this file's section")
+    SCRIPT.add_report_options(parser)
     args = parser.parse_args()
     if args.report:
         SCRIPT.section(args.results, report(OUT))

@@ -3,6 +3,7 @@ where SCRIPT is the path of the benchmark that writes it, so a reader of the doc
 
 from __future__ import annotations
 
+import argparse
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -45,6 +46,13 @@ class Script:
         else:
             text = f"{text.rstrip()}\n\n{block}\n"
         doc.write_text(text, encoding="utf-8")
+
+    @staticmethod
+    def add_report_options(parser: argparse.ArgumentParser) -> None:
+        """``--report`` (the table of the stored rows, no LM call) and ``--results`` (a docs file to write it into),
+        the options of a benchmark that appends rows and renders them."""
+        parser.add_argument("--report", action="store_true", help="print the table of the stored rows and exit")
+        parser.add_argument("--results", type=Path, help="with --report: also write the table into this file's section")
 
     def section(self, doc: Path | None, body: str, name: str = "") -> str:
         """Print ``body`` and, with ``doc``, write it there: what every table script ends with."""
