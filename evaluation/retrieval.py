@@ -20,10 +20,13 @@ class RetrievalReport:
     queries: int
     metrics: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
+    per_query: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Each judged query's metrics by query id: what a paired comparison of two retrievers resamples."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"retriever": self.retriever, "dataset": self.dataset, "queries": self.queries,
-                "metrics": dict(self.metrics), "seconds": self.seconds}
+                "metrics": dict(self.metrics), "seconds": self.seconds,
+                "per_query": {q: dict(scores) for q, scores in self.per_query.items()}}
 
 
 def run_queries(retriever: Any, queries: dict[str, str], k: int,
@@ -48,7 +51,7 @@ def evaluate_retriever(retriever: Any, dataset: str, split: str = "test", metric
     judgments are skipped. ``seconds`` counts the searches only, not opening the index or loading the model.
     """
     from disambig.data.corpus import load_beir_qrels, load_beir_queries
-    from disambig.metrics.ranking import ranking_scores
+    from disambig.metrics.ranking import mean_scores, query_scores
 
     qrels = load_beir_qrels(dataset, split)
     queries = {q: text for q, text in load_beir_queries(dataset).items() if q in qrels}
@@ -59,8 +62,9 @@ def evaluate_retriever(retriever: Any, dataset: str, split: str = "test", metric
     start = time.perf_counter()
     run = run_queries(retriever, queries, depth, on_batch)
     seconds = time.perf_counter() - start
-    scores = ranking_scores({q: qrels[q] for q in queries}, run, list(metrics))
-    return RetrievalReport(retriever.name, dataset, len(queries), scores, round(seconds, 2))
+    per_query = query_scores({q: qrels[q] for q in queries}, run, list(metrics))
+    return RetrievalReport(retriever.name, dataset, len(queries), mean_scores(per_query, list(metrics)),
+                           round(seconds, 2), per_query)
 
 
 def cutoff(metric: str) -> int:

@@ -60,13 +60,24 @@ def ranking_scores(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, fl
 
     Queries with no retrieved passage score 0; documents judged 0 are not relevant.
     """
+    return mean_scores(query_scores(qrels, run, metrics), metrics)
+
+
+def query_scores(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]],
+                 metrics: list[str]) -> dict[str, dict[str, float]]:
+    """Each judged query's metrics, ``{query_id: {metric: value}}``, what ``ranking_scores`` averages (and what a
+    paired comparison of two retrievers resamples)."""
     if not qrels:
         raise ValueError("qrels are empty; nothing to evaluate")
     for metric in metrics:
         parse_metric(metric)
     rankings = {q: ranked(run.get(q) or {}) for q in sorted(qrels)}
-    return {metric: float(np.mean([query_metric(qrels[q], rankings[q], metric) for q in rankings]))
-            for metric in metrics}
+    return {q: {metric: query_metric(qrels[q], rankings[q], metric) for metric in metrics} for q in rankings}
+
+
+def mean_scores(per_query: dict[str, dict[str, float]], metrics: list[str]) -> dict[str, float]:
+    """Each metric's mean over the queries of ``query_scores``."""
+    return {metric: float(np.mean([scores[metric] for scores in per_query.values()])) for metric in metrics}
 
 
 def query_score(qrels: dict[str, int], passage_ids: list[str], metric: str) -> float:

@@ -227,5 +227,9 @@ def test_eval_retrieval_searches_the_named_corpus_on_the_split_asked_for(built, 
     (report,) = json.loads(out.read_text())
     # Two dev queries; the depth searched (100) exceeds the 5 passages, so every relevant passage is found.
     assert report["queries"] == 2 and report["metrics"]["recall@100"] == pytest.approx(1.0)
+    # each dev query's scores are kept, and their means are the report's
+    assert len(report["per_query"]) == 2
+    for metric, mean in report["metrics"].items():
+        assert sum(q[metric] for q in report["per_query"].values()) / 2 == pytest.approx(mean)
     missing = invoke("eval-retrieval", "--dataset", str(built), "--split", "test", "-r", "dense")
     assert missing.exit_code == 2 and "judges split(s) dev, train" in " ".join(missing.output.split())

@@ -82,6 +82,34 @@ def test_amd_table_reads_gains_against_the_searching_retriever(tmp_path, bench):
     assert text.index("`bm25`") < text.index("`amd-sparse`") < text.index("`dense`") < text.index("`amd-dense`")
 
 
+def test_amd_table_gives_a_paired_interval_where_both_rows_hold_each_querys_scores(tmp_path, bench):
+    table = bench("bench.quality.amd_table")
+    code = {"commit": "abc123", "dirty": False}
+    spent = {"made_lm_calls": 5.0, "made_input_tokens": 900.0, "made_output_tokens": 600.0, "made_seconds": 40.0,
+             "from_cache": 0}
+
+    def row(name: str, values: list[float], **extra) -> dict:
+        per_query = {f"q{i}": {"ndcg@10": v, "recall@100": 1.0, "mrr@10": 1.0} for i, v in enumerate(values)}
+        return {"retriever": name, "dataset": "/cache/asqa-ir30", "split": "dev", "queries": len(values),
+                "code": code, "per_query": per_query, **extra,
+                "metrics": {"ndcg@10": sum(values) / len(values), "recall@100": 1.0, "mrr@10": 1.0}}
+
+    base = [0.2, 0.4, 0.6, 0.8] * 5
+    rows = [row("bm25", base), row("amd-sparse", [v + 0.1 for v in base], lm="m", expansion=spent),
+            row("dense", base), row("amd-dense", [v + (0.1 if i % 2 else -0.1) for i, v in enumerate(base)],
+                                    lm="m", expansion=spent)]
+    (tmp_path / "asqa.json").write_text(json.dumps(rows))
+    text = table.section(tmp_path, table.load_rows(tmp_path), "amd15")
+    # better by 0.1 on every query: a zero-wide interval above 0; up and down by 0.1 in turn: a tie
+    assert "| `amd-sparse` | 0.6000 | +0.1000 [+0.1000, +0.1000] better |" in text
+    assert "| `amd-dense` | 0.5000 | +0.0000 [-0.0" in text and "] tie |" in text
+    assert "#### ASQA retrieval set (20 dev questions over the wiki slice)" in text
+    assert "--results " + str(tmp_path) + " --section amd15`" in text
+    old = [{**r, "per_query": {}} for r in rows[:2]]  # rows written before per-query scores: the means' difference
+    (tmp_path / "asqa.json").write_text(json.dumps(old))
+    assert "| `amd-sparse` | 0.6000 | +0.1000 | 1.0000 |" in table.section(tmp_path, table.load_rows(tmp_path))
+
+
 def test_amd_table_names_a_compiled_expansion_after_its_retriever(tmp_path, bench):
     table = bench("bench.quality.amd_table")
     code = {"commit": "abc123", "dirty": False}
@@ -136,7 +164,7 @@ def test_speed_table_sets_a_later_run_beside_the_earlier_run_of_the_same_program
         (path / "params.json").write_text(json.dumps({"program": "diva", "dataset": "q.jsonl", "lm": "local:m"}))
         write_jsonl(path / "results.jsonl", [{"id": f"q{i}", "code": {"commit": commit, "dirty": False},
                                               "trace": {"seconds": s}, "prediction": {"long_answer": a}, "error": None}
-                                             for i, (s, a) in enumerate(zip(seconds, answers))])
+                                             for i, (s, a) in enumerate(zip(seconds, answers, strict=True))])
         return speed.measure(path)
 
     before = run("before", "old111", [40.0, 60.0, 50.0], ["a", "b", "c"])

@@ -13,7 +13,7 @@ from disambig.metrics import get_metric
 from disambig.metrics.disambiguation import best_span_f1, coverage
 from disambig.metrics.mrecall import mrecall_at_k
 from disambig.metrics.qa import answer_set_f1, exact_match, f1_pair, token_f1
-from disambig.metrics.ranking import ranking_scores
+from disambig.metrics.ranking import query_scores, ranking_scores
 from disambig.metrics.rouge import rouge_l
 
 # Interpretation questions name their distinguishing word ("men", "women"), which the D-F1 proxy looks for
@@ -105,6 +105,10 @@ def test_ranking_recall_and_mrr_averaged_over_the_judged_queries():
     scores = ranking_scores(qrels, run, ["recall@1", "mrr@10"])
     # q1: d1 at rank 1 -> recall@1 = 1, RR = 1 ; q2: d3 at rank 2 -> recall@1 = 0, RR = 1/2 ; q3: 0
     assert scores == {"recall@1": pytest.approx(1 / 3), "mrr@10": pytest.approx(1.5 / 3)}
+    # the per-query scores the means come from (what a paired comparison of two retrievers resamples)
+    assert query_scores(qrels, run, ["recall@1", "mrr@10"]) == {
+        "q1": {"recall@1": 1.0, "mrr@10": 1.0}, "q2": {"recall@1": 0.0, "mrr@10": pytest.approx(0.5)},
+        "q3": {"recall@1": 0.0, "mrr@10": 0.0}}
 
 
 def test_ndcg_uses_graded_gains_and_the_k_best_judgments_as_the_ideal():
