@@ -83,8 +83,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--commit", default="HEAD", help="the commit whose code answers (a clean worktree of it)")
     parser.add_argument("--only", nargs="+", default=None, help="run folder names to run, of the configuration's")
     parser.add_argument("--out", default=None,
-                        help="the folder of run folders (relative to the checkout) instead of the configuration's `out`, "
-                             "e.g. one per code")
+                        help="the folder of run folders (relative to the checkout) instead of the configuration's "
+                             "`out`, e.g. one per code")
     parser.add_argument("--dry-run", action="store_true", help="print the commands and run nothing")
     args = parser.parse_args(argv)
     config = tomllib.loads(args.config.read_text(encoding="utf-8"))

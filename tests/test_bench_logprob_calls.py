@@ -11,7 +11,8 @@ from bench.cost.logprob_calls import report, same
 
 def _reply(text: str, *logprobs: float, other: float = -2.0) -> dict:
     return {"text": text, "logprobs": {"content": [
-        {"token": f"t{i}", "logprob": p, "top_logprobs": [{"token": f"t{i}", "logprob": p}, {"token": "x", "logprob": other}]}
+        {"token": f"t{i}", "logprob": p,
+         "top_logprobs": [{"token": f"t{i}", "logprob": p}, {"token": "x", "logprob": other}]}
         for i, p in enumerate(logprobs)]}}
 
 
@@ -33,4 +34,5 @@ def test_report_gives_seconds_each_way_the_ratio_and_the_time_saved_a_token(tmp_
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     line = report(path).splitlines()[-1]
     # (1 + 2) / (2 + 3) = 0.60; (5 - 3) s over 20 tokens = 100 ms a token; one of two the same
-    assert line.startswith("| m | 1 | 2 | 10 | 2.50 | 1.50 | 0.60 [") and "| 100 | 1/2 | 1.0-1.0 | cpu | `abc` |" in line
+    assert line.startswith("| m | 1 | 2 | 10 | 2.50 | 1.50 | 0.60 [")
+    assert "| 100 | 1/2 | 1.0-1.0 | cpu | `abc` |" in line

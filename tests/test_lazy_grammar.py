@@ -80,11 +80,11 @@ def test_a_log_probability_call_is_sampled_lazily_with_the_library_reply_and_log
     assert replies[1]["text"] == replies[0]["text"]
     expected, got = replies[0]["logprobs"]["content"], replies[1]["logprobs"]["content"]
     assert len(got) == len(expected) > 3
-    for want, have in zip(expected, got):
+    for want, have in zip(expected, got, strict=True):
         assert have["token"] == want["token"] and have["logprob"] == pytest.approx(want["logprob"], abs=1e-6)
         assert [t["token"] for t in have["top_logprobs"]] == [t["token"] for t in want["top_logprobs"]]
-        assert [t["logprob"] for t in have["top_logprobs"]] == pytest.approx([t["logprob"] for t in want["top_logprobs"]],
-                                                                           abs=1e-6)
+        want_top = [t["logprob"] for t in want["top_logprobs"]]
+        assert [t["logprob"] for t in have["top_logprobs"]] == pytest.approx(want_top, abs=1e-6)
     assert lazy.engine.grammar_.counts.tokens > before  # the lazy path chose these tokens
 
 

@@ -67,7 +67,8 @@ def same(a: dict, b: dict) -> bool:
     x, y = entries(a), entries(b)
     return a["text"] == b["text"] and len(x) == len(y) and all(
         close(p, q) and len(p["top_logprobs"]) == len(q["top_logprobs"])
-        and all(close(u, v) for u, v in zip(p["top_logprobs"], q["top_logprobs"])) for p, q in zip(x, y))
+        and all(close(u, v) for u, v in zip(p["top_logprobs"], q["top_logprobs"], strict=True))
+        for p, q in zip(x, y, strict=True))
 
 
 def measure(model: str, threads: int, calls: int, rows: Rows) -> None:

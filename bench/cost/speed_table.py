@@ -9,9 +9,9 @@ A row: the model, the program, the questions answered, the mean seconds a questi
 the median, LM calls, prompt tokens (and how many of them were reused from the prompt cache rather than prefilled),
 generated tokens, the dataset's primary metric, and the code that answered. The first question of a run also pays
 for loading the model and opening the indexes; the column "s/q without the first" leaves it out. Given several
-folders, a run of a later folder is set beside the first folder's run of the same model, program and dataset: its total seconds
-over the earlier run's on the questions both answered (paired bootstrap over questions), and how many of those
-questions got the same long answer.
+folders, a run of a later folder is set beside the first folder's run of the same model, program and dataset: its
+total seconds over the earlier run's on the questions both answered (paired bootstrap over questions), and how many
+of those questions got the same long answer.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ def measure(run: Path) -> dict:
     value = score_rows(raw, run_params["dataset"]).metrics.get(primary) if primary else None
     answers = [None if r.get("error") else ((r.get("prediction") or {}).get("long_answer") or "") for r in raw]
     return {"ids": [str(r["id"]) for r in raw], "seconds": seconds, "answers": answers,
-            "dataset": run_params["dataset"], "model": run_params.get("lm", ""), "program": run_params["program"], "n": len(raw),
+            "dataset": run_params["dataset"], "model": run_params.get("lm", ""), "program": run_params["program"],
+            "n": len(raw),
             "mean": statistics.fmean(seconds) if seconds else 0.0, "interval": interval,
             "rest": statistics.fmean(seconds[1:]) if len(seconds) > 1 else None,
             "median": statistics.median(seconds) if seconds else 0.0, "calls": mean("lm_calls"),
@@ -56,8 +57,9 @@ def against(row: dict, earlier: dict) -> str:
     answers stayed the same."""
     from bench.cost.prompt_lookup import ratio_interval
 
-    before = dict(zip(earlier["ids"], zip(earlier["seconds"], earlier["answers"])))
-    common = [(before[i][0], s, before[i][1] == a) for i, s, a in zip(row["ids"], row["seconds"], row["answers"])
+    before = dict(zip(earlier["ids"], zip(earlier["seconds"], earlier["answers"], strict=True), strict=True))
+    common = [(before[i][0], s, before[i][1] == a)
+              for i, s, a in zip(row["ids"], row["seconds"], row["answers"], strict=True)
               if i in before and a is not None and before[i][1] is not None]
     if len(common) < 2:
         return "–"
@@ -99,7 +101,8 @@ def main() -> None:
     for n, folder in enumerate(args.runs):
         if not folder.is_dir():
             raise SystemExit(f"{folder} is not a folder of run folders")
-        for run in sorted(p for p in folder.iterdir() if (p / "results.jsonl").is_file() and (p / "params.json").is_file()):
+        runs = (p for p in folder.iterdir() if (p / "results.jsonl").is_file() and (p / "params.json").is_file())
+        for run in sorted(runs):
             rows.append(measure(run))
             if n == 0:  # the earlier code is the first folder's
                 earlier.setdefault(key(rows[-1]), rows[-1])
