@@ -73,10 +73,11 @@ class BatchDecoder:
         threads: CPU threads.
     """
 
-    def __init__(self, llama: Any, ctx: int, threads: int) -> None:
+    def __init__(self, llama: Any, ctx: int, threads: int, repair_quotes: bool = True) -> None:
         self.llama = llama
         self.ctx = ctx
         self.threads = threads
+        self.repair_quotes = repair_quotes  # as the engine's lazy grammar does (disambig.lm.json_quotes)
         self.counts = GrammarCounts()
         self.steps = 0  # decode steps run (each one batch of a token per unfinished reply)
         self._context: Any = None
@@ -123,7 +124,8 @@ class BatchDecoder:
         picks: list[GreedyPick | None] = []
         try:
             for job in jobs:
-                picks.append(GreedyPick(self.llama, job.grammar, self.counts) if job.grammar is not None else None)
+                picks.append(None if job.grammar is None
+                             else GreedyPick(self.llama, job.grammar, self.counts, self.repair_quotes))
             pending: dict[int, int] = {}  # sequence -> the token it samples next is fed at this position
             for seq, job in enumerate(jobs):
                 rest = job.prompt[shared:]

@@ -6,8 +6,10 @@ keeps only the best. ``LazyGrammar`` takes the best token of the raw logits firs
 one token; only when the grammar refuses it (a model starting prose where JSON must go) are all tokens checked and
 the best allowed one taken. llama.cpp's own ``common_sampler`` does the same (its ``grammar_first=false``).
 
-The reply is the library's, token for token: the chain's greedy step takes the first token of highest logit among
-those the grammar keeps, and when the raw best is allowed it is that token. It applies only to calls the chain
+The reply is the library's, token for token (the chain's greedy step takes the first token of highest logit among
+those the grammar keeps, and when the raw best is allowed it is that token), but for one repair, on by default
+(``repair_quotes``): a double quote the model writes as text inside a JSON string, which would end the string and
+cut the answer there, is written escaped (``disambig.lm.json_quotes``). It applies only to calls the chain
 would decode greedily with nothing else in it: temperature 0, no repetition, frequency or presence penalty, and no
 logits processor but ones that only read the logits (``keeps_logits``, as ``disambig.lm.token_logprobs`` records
 log-probabilities); those are called first with what the library would give them. Other calls go through the library
@@ -29,10 +31,12 @@ TOKEN_ROW = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)
 
 @dataclass
 class GrammarCounts:
-    """Tokens sampled lazily, and of those how many the grammar refused (a full check followed)."""
+    """Tokens sampled lazily, of those how many the grammar refused (a full check followed), and how many quotes
+    inside strings were written escaped (``disambig.lm.json_quotes``)."""
 
     tokens: int = 0
     refused: int = 0
+    quotes_escaped: int = 0
 
 
 class GreedyPick:
@@ -42,20 +46,61 @@ class GreedyPick:
         llama: the loaded ``llama_cpp.Llama`` (its vocabulary compiles the grammar).
         grammar: the reply's ``llama_cpp.LlamaGrammar``.
         counts: where the tokens chosen and the refusals are counted.
+        repair_quotes: write a double quote the model means as text inside a JSON string escaped
+            (``disambig.lm.json_quotes``) instead of letting it end the string.
     """
 
-    def __init__(self, llama: Any, grammar: Any, counts: GrammarCounts) -> None:
+    def __init__(self, llama: Any, grammar: Any, counts: GrammarCounts, repair_quotes: bool = True) -> None:
+        from disambig.lm.json_quotes import InnerQuotes
+
         self.counts = counts
+        self._llama = llama
         self._sampler = _grammar_sampler(llama, grammar)
         self._rows: np.ndarray | None = None  # a reusable candidate array over the whole vocabulary
+        self._quotes = InnerQuotes() if repair_quotes else None
+        self._queue: list[int] = []  # the rest of a rewrite's tokens, written before the model's next choice
 
     def __call__(self, logits: np.ndarray) -> int:
         """The first token of highest logit that the grammar allows; the grammar then moves past it."""
         import llama_cpp
 
-        token = self._choose(logits)
+        ours = bool(self._queue)
+        token = self._queued(logits) if ours else None
+        if token is None:
+            token, ours = self._rewritten(logits)
+        if token is None:
+            token = self._choose(logits)
         llama_cpp.llama_sampler_accept(self._sampler, token)
+        if self._quotes is not None:
+            self._quotes.accept(self._text(token), ours=ours)
         return token
+
+    def _queued(self, logits: np.ndarray) -> int | None:
+        token = self._queue.pop(0)
+        if self._allows(token, float(logits[token])):
+            return token
+        self._queue.clear()
+        return None
+
+    def _rewritten(self, logits: np.ndarray) -> tuple[int | None, bool]:
+        """The first token of the rewrite of the model's best token, if ``InnerQuotes`` rewrites it."""
+        if self._quotes is None:
+            return None, False
+        best = int(np.argmax(logits))
+        rewrite = self._quotes.rewrite(self._text(best))
+        if rewrite is None:
+            return None, False
+        tokens = self._llama.tokenize(rewrite.text.encode("utf-8"), add_bos=False, special=False)
+        if not tokens or not self._allows(tokens[0], float(logits[tokens[0]])):
+            return None, False
+        self.counts.tokens += 1
+        self.counts.quotes_escaped += 1
+        self._quotes.take(rewrite)
+        self._queue = list(tokens[1:])
+        return tokens[0], True
+
+    def _text(self, token: int) -> str:
+        return self._llama.detokenize([token]).decode("utf-8", errors="replace")
 
     def _choose(self, logits: np.ndarray) -> int:
         best = int(np.argmax(logits))
@@ -94,8 +139,9 @@ class LazyGrammar:
         llama: the loaded ``llama_cpp.Llama``; its ``sample`` is wrapped for its lifetime.
     """
 
-    def __init__(self, llama: Any) -> None:
+    def __init__(self, llama: Any, repair_quotes: bool = True) -> None:
         self.llama = llama
+        self.repair_quotes = repair_quotes
         self.counts = GrammarCounts()
         self._library_sample = llama.sample
         self._active = False
@@ -119,7 +165,7 @@ class LazyGrammar:
             return self._library_sample(*args, **kwargs)
         if self._pick is None or grammar is not self._source:
             self._free()
-            self._source, self._pick = grammar, GreedyPick(self.llama, grammar, self.counts)
+            self._source, self._pick = grammar, GreedyPick(self.llama, grammar, self.counts, self.repair_quotes)
         idx = kwargs.get("idx")
         logits = logits_at(self.llama._ctx.ctx, self.llama.n_vocab(), -1 if idx is None else idx - self.llama.n_tokens)
         logits.setflags(write=False)  # a reader that wrote into them would change the pick

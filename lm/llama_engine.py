@@ -72,6 +72,8 @@ class LlamaEngine:
             threads) together, one forward pass a step for all (``disambig.lm.batch_decode``); off, they queue.
         lazy_grammar: under greedy decoding, ask the response grammar about the best token only, and about every
             token only when it refuses that one (``disambig.lm.lazy_grammar``; the same replies, faster).
+        repair_quotes: on the lazy grammar's path, write a double quote the model means as text inside a JSON
+            string escaped, instead of letting it end the string and cut the answer (``disambig.lm.json_quotes``).
 
     A JSON reply cut by the token cap keeps its open text up to its last whole sentence and is closed; each reply
     cut (by the guard or the cap) is counted in the enclosing ``disambig.lm.usage.measured`` block. Every call
@@ -85,7 +87,7 @@ class LlamaEngine:
     def __init__(self, model_path: str, threads: int = 2, ctx: int = 8192, sha256: str | None = None,
                  prompt_cache_mb: int = DEFAULT_PROMPT_CACHE_MB, repetition_guard: str = DEFAULT_GUARD,
                  repeat_penalty: float = 1.0, prompt_lookup: int = 0, lazy_grammar: bool = True,
-                 batch_calls: bool = False) -> None:
+                 batch_calls: bool = False, repair_quotes: bool = True) -> None:
         self.model_path = model_path
         self.threads = threads
         self.ctx = ctx
@@ -96,6 +98,7 @@ class LlamaEngine:
         self.prompt_lookup = prompt_lookup
         self.lazy_grammar = lazy_grammar
         self.batch_calls = batch_calls
+        self.repair_quotes = repair_quotes
         self.verified_sha256_: str | None = None
         self._llama: Any = None
         self.lookup_: Any = None  # the PromptLookup of the loaded model, when prompt_lookup is on
@@ -107,7 +110,8 @@ class LlamaEngine:
         return {"model_path": self.model_path, "threads": self.threads, "ctx": self.ctx, "sha256": self.sha256,
                 "prompt_cache_mb": self.prompt_cache_mb, "repetition_guard": self.repetition_guard,
                 "repeat_penalty": self.repeat_penalty, "prompt_lookup": self.prompt_lookup,
-                "lazy_grammar": self.lazy_grammar, "batch_calls": self.batch_calls}
+                "lazy_grammar": self.lazy_grammar, "batch_calls": self.batch_calls,
+                "repair_quotes": self.repair_quotes}
 
     @classmethod
     def load_state(cls, state: dict[str, Any]) -> LlamaEngine:
@@ -131,12 +135,13 @@ class LlamaEngine:
             if self.lazy_grammar and hasattr(self._llama, "sample"):  # not a stand-in answering chats itself
                 from disambig.lm.lazy_grammar import LazyGrammar
 
-                self.grammar_ = LazyGrammar(self._llama)
+                self.grammar_ = LazyGrammar(self._llama, self.repair_quotes)
             if self.batch_calls and hasattr(self._llama, "create_completion"):
                 from disambig.lm.batch_decode import BatchDecoder
                 from disambig.lm.call_batcher import CallBatcher
 
-                self.batcher_ = CallBatcher(BatchDecoder(self._llama, self.ctx, self.threads), self._lock)
+                decoder = BatchDecoder(self._llama, self.ctx, self.threads, self.repair_quotes)
+                self.batcher_ = CallBatcher(decoder, self._lock)
                 self.batcher_.hook(self._llama)
         return self._llama
 

@@ -8,7 +8,10 @@ Two engines of one model, alike but for the change, answer each question in turn
 question to the next so both see the same load. The changes:
 
 - ``lazy-grammar``: off samples through llama-cpp-python's chain (the grammar checks the whole vocabulary at each
-  token), on through ``disambig.lm.lazy_grammar``; the replies must be the same token for token.
+  token), on through ``disambig.lm.lazy_grammar`` without its quote repair; the replies must be the same token for
+  token.
+- ``repair-quotes``: on writes a double quote the model means as text inside a JSON string escaped
+  (``disambig.lm.json_quotes``), off lets it end the string; replies differ only where such a quote was written.
 - ``batch-calls``: on decodes a program's independent calls together (``disambig.lm.batch_decode``, up to 8 at
   once); off answers them one after another. Replies may differ where two tokens are nearly tied.
 - ``state-copy``: off saves the prompt cache's states with the copy the engine made before ``eb91b7f``
@@ -35,7 +38,8 @@ from bench.harness import Rows, Script, cpu_name
 SCRIPT = Script.of(__file__)
 NAMES = ("off", "on")
 KEY = ("change", "model", "program", "dataset", "threads", "id")  # one row per question of a setting
-CHANGES = {"lazy-grammar": ({"lazy_grammar": False}, {}),  # engine attributes of off, of on
+CHANGES = {"lazy-grammar": ({"lazy_grammar": False}, {"repair_quotes": False}),  # engine attributes of off, of on
+           "repair-quotes": ({"repair_quotes": False}, {}),
            "batch-calls": ({}, {"batch_calls": True}),
            "state-copy": ({}, {})}  # the off engine's model gets the old state copy once loaded (``old_copy``)
 
