@@ -9,9 +9,15 @@ inside a string, gives the sampler the same text with the quote escaped (``\\"``
 - a quote opens a quotation when it follows whitespace or "(" inside a string (a string's own closing quote follows
   its last word);
 - the next unescaped quote in that string closes the quotation;
+- but a quote with JSON structure right after it in the same token (``"}`` ``"]`` ``":``), or, for an opening one,
+  a quote after ``\", `` (the model going on to the next key once its quotation closed), ends the string as usual;
 - when the model answers an escaped opening quote with JSON structure (``,`` ``}`` ``]``) or an escaped closing one
   with ``}`` or ``]``, the quote was the string's end after all: the string is closed there (its text then ends with
-  the quote mark).
+  the quote mark);
+- at most ``MAX_REWRITES`` quotes a string are rewritten, so a misreading cannot keep a string open for good.
+
+A string that starts with a quoted title (``""Yesterday" is ..."``) is not repaired: its first quote cannot be told
+from an empty string's closing one.
 
 A quote the model escapes itself is left alone, but counts: a model that closes with ``\"`` a quotation opened by a
 rewrite (or opens one so and closes it with a bare quote) gets the same treatment.
@@ -28,6 +34,13 @@ ENDS_AFTER_OPENING = frozenset(",}]\n")
 ENDS_AFTER_CLOSING = frozenset("}]\n")
 """What a model writes next when the quote it wrote was the string's end, not a quotation mark."""
 
+ENDS_IN_TOKEN = frozenset(",}]:")
+"""JSON structure that, right after a quote in the same token, shows the quote ends the string (``",`` only when no
+quotation is open: after one, ``"X",`` is prose)."""
+
+MAX_REWRITES = 4
+"""Quotes rewritten in one string at most: two quotations."""
+
 
 @dataclass(frozen=True)
 class Rewrite:
@@ -43,9 +56,10 @@ class InnerQuotes:
     def __init__(self) -> None:
         self.in_string = False
         self.escaped = False  # the last character in the string was a backslash that escapes the next one
-        self.tail = ""  # the string's last two characters as written ("" at its start)
+        self.tail = ""  # the string's last four characters as written ("" at its start)
         self.open_quote = False  # an escaped opening quote in this string waits for its closing one
         self.rewritten = False  # the last token written was a rewrite of ours ending in an escaped quote
+        self.rewrites = 0  # quotes rewritten in the current string
 
     def rewrite(self, text: str) -> Rewrite | None:
         """What to write instead of the model's next token ``text``; None to write it as it is."""
@@ -55,20 +69,28 @@ class InnerQuotes:
             ends = ENDS_AFTER_OPENING if self.open_quote else ENDS_AFTER_CLOSING
             if text.lstrip(" \t")[:1] in ends:
                 return Rewrite('"', opens=False)
+        if self.rewrites >= MAX_REWRITES:
+            return None
         index = self._first_quote(text)
         if index is None:
             return None
-        before = text[index - 1] if index else self.tail[-1:]
+        after = text[index + 1:].lstrip(" \t")[:1]
+        if after and after in ENDS_IN_TOKEN and (after != "," or not self.open_quote):
+            return None
+        escaped = Rewrite(text[:index] + "\\" + text[index:], opens=not self.open_quote)
         if self.open_quote:
-            return Rewrite(text[:index] + "\\" + text[index:], opens=False)
-        if before and before in OPENS_AFTER:
-            return Rewrite(text[:index] + "\\" + text[index:], opens=True)
+            return escaped
+        before_char = text[index - 1] if index else self.tail[-1:]
+        before = (self.tail + text[:index]).rstrip(" \t")
+        if before_char and before_char in OPENS_AFTER and not before.endswith('\\",'):
+            return escaped
         return None
 
     def take(self, rewrite: Rewrite) -> None:
         """The sampler wrote ``rewrite`` (call before ``accept`` reads its text)."""
         self.open_quote = rewrite.opens
         self.rewritten = rewrite.text != '"'
+        self.rewrites += 1
 
     def accept(self, text: str, ours: bool = False) -> None:
         """Read the text of a token written to the reply; ``ours``: part of a rewrite (keeps ``rewritten``)."""
@@ -77,7 +99,7 @@ class InnerQuotes:
         for char in text:
             if not self.in_string:
                 if char == '"':
-                    self.in_string, self.escaped, self.tail, self.open_quote = True, False, "", False
+                    self.in_string, self.escaped, self.tail, self.open_quote, self.rewrites = True, False, "", False, 0
                 continue
             if char == '"' and not self.escaped:
                 self.in_string, self.open_quote = False, False
@@ -85,7 +107,7 @@ class InnerQuotes:
             if char == '"' and not ours:  # a quote the model escaped itself opens or closes a quotation
                 self.open_quote = not self.open_quote
             self.escaped = char == "\\" and not self.escaped
-            self.tail = (self.tail + char)[-2:]
+            self.tail = (self.tail + char)[-4:]
 
     def _first_quote(self, text: str) -> int | None:
         """Where the first quote of ``text`` that would end the string is (an escaped one would not)."""

@@ -78,6 +78,7 @@ class GreedyPick:
     def _queued(self, logits: np.ndarray) -> int | None:
         token = self._queue.pop(0)
         if self._allows(token, float(logits[token])):
+            self.counts.tokens += 1
             return token
         self._queue.clear()
         return None
@@ -90,17 +91,20 @@ class GreedyPick:
         rewrite = self._quotes.rewrite(self._text(best))
         if rewrite is None:
             return None, False
-        tokens = self._llama.tokenize(rewrite.text.encode("utf-8"), add_bos=False, special=False)
-        if not tokens or not self._allows(tokens[0], float(logits[tokens[0]])):
+        raw = rewrite.text.encode("utf-8", errors="surrogateescape")  # the token's own bytes, a backslash added
+        tokens = self._llama.tokenize(raw, add_bos=False, special=False)
+        if (not tokens or self._llama.detokenize(tokens) != raw  # e.g. a vocabulary that adds a leading space
+                or not self._allows(tokens[0], float(logits[tokens[0]]))):
             return None, False
         self.counts.tokens += 1
-        self.counts.quotes_escaped += 1
+        self.counts.quotes_escaped += rewrite.text != '"'
         self._quotes.take(rewrite)
         self._queue = list(tokens[1:])
         return tokens[0], True
 
     def _text(self, token: int) -> str:
-        return self._llama.detokenize([token]).decode("utf-8", errors="replace")
+        """The token's bytes as text; a byte of a character split across tokens stays as itself (surrogateescape)."""
+        return self._llama.detokenize([token]).decode("utf-8", errors="surrogateescape")
 
     def _choose(self, logits: np.ndarray) -> int:
         best = int(np.argmax(logits))

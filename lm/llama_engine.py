@@ -72,8 +72,9 @@ class LlamaEngine:
             threads) together, one forward pass a step for all (``disambig.lm.batch_decode``); off, they queue.
         lazy_grammar: under greedy decoding, ask the response grammar about the best token only, and about every
             token only when it refuses that one (``disambig.lm.lazy_grammar``; the same replies, faster).
-        repair_quotes: on the lazy grammar's path, write a double quote the model means as text inside a JSON
-            string escaped, instead of letting it end the string and cut the answer (``disambig.lm.json_quotes``).
+        repair_quotes: where the engine picks tokens under a grammar itself (the lazy grammar, batched calls), write
+            a double quote the model means as text inside a JSON string escaped, instead of letting it end the
+            string and cut the answer (``disambig.lm.json_quotes``).
 
     A JSON reply cut by the token cap keeps its open text up to its last whole sentence and is closed; each reply
     cut (by the guard or the cap) is counted in the enclosing ``disambig.lm.usage.measured`` block. Every call

@@ -62,6 +62,21 @@ def test_a_quote_that_was_the_strings_end_after_all_closes_the_string():
     assert json.loads(reply) == {"a": 'Marta "', "b": "x"}
 
 
+def test_a_quote_with_json_structure_in_its_token_ends_the_string():
+    # the title closed and the object ended in one token: the string ends there, the title's opening quote escaped
+    reply = written(['{"', "a", '":', ' "', "The", " song", ' "', "Yesterday", '"}'])
+    assert reply.endswith('"}') and json.loads(reply) == {"a": 'The song "Yesterday'}
+    # "X", is prose; but a quote after it that starts the next key ends the string instead of opening a quotation
+    reply = written(['{"', "a", '":', ' "', "The", " song", ' "', "X", '",', ' "', "b", '":', ' "', "y", '"}'])
+    assert reply.startswith('{"a": "The song \\"X\\", "b"')
+
+
+def test_at_most_four_quotes_a_string_are_rewritten():
+    quotation = [' "', "X", '"', " and"]
+    reply = written(['{"', "a", '":', ' "', "Songs", *quotation * 2, ' "', "}"])  # the fifth quote ends the string
+    assert reply.count('\\"') == 4 and json.loads(reply) == {"a": 'Songs "X" and "X" and '}
+
+
 @pytest.mark.slow
 def test_the_sampler_writes_a_rewrite_the_grammar_accepts_on_the_real_vocabulary():
     import llama_cpp

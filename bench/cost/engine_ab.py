@@ -97,7 +97,10 @@ def _counts(lm: Any) -> dict[str, int]:
     grammar, batcher = lm.engine.grammar_, lm.engine.batcher_
     tokens = (grammar.counts.tokens if grammar else 0) + (batcher.decoder.counts.tokens if batcher else 0)
     refused = (grammar.counts.refused if grammar else 0) + (batcher.decoder.counts.refused if batcher else 0)
-    return {"tokens": tokens, "refused": refused, "batches": len(batcher.batches) if batcher else 0,
+    escaped = ((grammar.counts.quotes_escaped if grammar else 0)
+               + (batcher.decoder.counts.quotes_escaped if batcher else 0))
+    return {"tokens": tokens, "refused": refused, "quotes_escaped": escaped,
+            "batches": len(batcher.batches) if batcher else 0,
             "batched_calls": sum(batcher.batches) if batcher else 0}
 
 

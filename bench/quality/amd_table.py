@@ -61,7 +61,7 @@ def title(dataset: str, rows: dict[str, dict]) -> str:
 def gain(row: dict, base: dict) -> str:
     """nDCG@10 of ``row`` minus its base retriever's: with the paired interval and verdict when both rows hold each
     query's scores, else the difference of the means."""
-    if row.get("per_query") and base.get("per_query"):
+    if set(row.get("per_query") or ()) & set(base.get("per_query") or ()):
         return difference_cell(row["per_query"], base["per_query"], "ndcg@10", digits=4)
     return f"{row['metrics']['ndcg@10'] - base['metrics']['ndcg@10']:+.4f}"
 
