@@ -234,3 +234,22 @@ def test_diva_composed_at_a_threshold_answers_closed_book_only_when_no_reading_r
     assert counts == {"Useful": 1, "PartialUseful": 1, "Useless": 1}
     rows, counts = compose(diva, rac, closed, 0.7)
     assert [r["from"] for r in rows] == ["closed", "rac", "closed"] and counts["Useful"] == 1
+
+
+def test_cut_answers_counts_long_answers_that_end_mid_sentence(tmp_path, bench):
+    cut = bench("bench.quality.cut_answers")
+    run = tmp_path / "vanilla-rag-asqa"
+    run.mkdir()
+    (run / "params.json").write_text(json.dumps({"dataset": "asqa", "code": {"commit": "abc123"}}))
+    note = 'Sources disagree on "Q?": A (T1) vs B (T2).'
+    answers = [("The episode in question is titled", ""), ('It is "Yesterday".', ""), ("The song ", note),
+               ("Klose scored 16 goals (a record)", ""), ("Done!", note)]
+    write_jsonl(run / "results.jsonl", [
+        {"id": f"q{i}", "code": {"commit": "abc123", "dirty": False}, "error": None,
+         "prediction": {"long_answer": (a + " " + n).strip() if n else a, "conflict_note": n}}
+        for i, (a, n) in enumerate(answers)])
+    (row,) = [cut.measure(run)]
+    # the title cut off, and "The song" once the note is taken off; a closing quote or bracket ends a sentence
+    assert (row["answers"], row["cut"]) == (5, 2) and row["endings"] == ["The episode in question is titled",
+                                                                          "The song"]
+    assert "| vanilla-rag | asqa | 5 | 2 | 40% |" in cut.table([row])
