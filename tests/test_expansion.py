@@ -100,6 +100,9 @@ def test_a_cached_expansion_makes_no_lm_call(corpus, settings):
     # reading the cache alone never asks the LM: a hit (counted) for a known query, None for a new one
     assert again.cached(" zebra ").sub_questions and again.cached("okapi") is None
     assert len(engine.calls) == 7 and again.usage.cached == 2
+    # AMD's agents over the distinct queries, the same whether the expansion was made or read from the cache
+    tally = {"queries": 1, "questioning_failed": 0, "answers": 3, "kept": 3}
+    assert first.usage.reflection == tally and again.usage.reflection == tally
 
 
 def test_the_cache_key_changes_with_the_lm_and_the_program_state(corpus, settings):
@@ -215,3 +218,11 @@ def test_eval_retrieval_reports_lm_calls_per_query_and_a_second_run_costs_none(c
     made = {k: again["expansion"][f"made_{k}"] for k in ("lm_calls", "input_tokens", "output_tokens")}
     assert made == {k: q2d["expansion"][k] for k in made}
     assert again["metrics"] == q2d["metrics"]
+    assert "reflection" not in again  # only AMD's agents are tallied
+
+
+def test_eval_retrieval_tallies_amds_agents_for_the_table(cli, beir, tmp_path):
+    out = tmp_path / "scores.json"
+    assert invoke("eval-retrieval", "--dataset", str(beir), "-r", "amd-sparse", "--out", str(out)).exit_code == 0
+    (row,) = json.loads(out.read_text())
+    assert row["reflection"] == {"queries": 2, "questioning_failed": 0, "answers": 6, "kept": 6}

@@ -67,7 +67,7 @@ def eval_retrieval(
     needed = {part for kind in retriever for part in index_kinds(kind)}
     for kind in sorted(needed):
         index_cmd.build_with_progress(console, kind, corpus, settings, encoder)
-    reports, costs, temperatures = [], [], []
+    reports, costs, temperatures, reflections = [], [], [], []
     for kind in retriever:
         extra = search_cmd.expansion_options(kind, temperature, expansion_state) if kind in EXPANDED_KINDS else {}
         # search seconds are measured: never answer a plain retriever's queries from the --cache rankings
@@ -77,6 +77,8 @@ def eval_retrieval(
             reports.append(evaluate_retriever(searcher, dataset, split))
         costs.append(expansion_cost(searcher, reports[-1].queries))
         temperatures.append(getattr(getattr(searcher, "expander", None), "temperature", None))  # the one it used
+        tally = getattr(getattr(searcher, "usage", None), "reflection", None)  # AMD's agents, for the table's note
+        reflections.append({"reflection": tally} if tally else {})
     over = "" if corpus == dataset else f" over {corpus}"
     console.print(report_table(reports, f"Retrieval on {dataset}{over} ({split}, {reports[0].queries} queries)",
                                costs))
@@ -86,8 +88,8 @@ def eval_retrieval(
 
         run = {"split": split, "corpus": corpus, "code": code_stamp()}  # which code and data made each row
         expanded = {"lm": lm_model(settings.lm), "expansion_state": expansion_state}
-        rows = [r.to_dict() | run | ({"expansion": c, "temperature": t, **expanded} if c else {})
-                for r, c, t in zip(reports, costs, temperatures, strict=True)]
+        rows = [r.to_dict() | run | ({"expansion": c, "temperature": t, **expanded} if c else {}) | tally
+                for r, c, t, tally in zip(reports, costs, temperatures, reflections, strict=True)]
         from disambig.data.atomic import write_json
 
         write_json(out, rows, ensure_ascii=True)

@@ -94,6 +94,18 @@ class ExpansionUsage:
     output_tokens: int = 0
     seconds: float = 0.0
     made_by_query: dict[str, dict[str, float]] = field(default_factory=dict)
+    reflection_by_query: dict[str, dict[str, int]] = field(default_factory=dict)
+    """AMD's agents per distinct query (``reflection``): sub-questions asked, answers written and kept."""
+
+    @property
+    def reflection(self) -> dict[str, int] | None:
+        """AMD's agents over the distinct queries: how many got no sub-questions (their questioning reply could not
+        be parsed), answers written, and answers reflection kept; None for expansions without them (Q2D, ...)."""
+        if not self.reflection_by_query:
+            return None
+        rows = self.reflection_by_query.values()
+        return {"queries": len(rows), "questioning_failed": sum(not r["sub_questions"] for r in rows),
+                "answers": sum(r["answers"] for r in rows), "kept": sum(r["kept"] for r in rows)}
 
     @property
     def made(self) -> dict[str, float]:
@@ -229,7 +241,7 @@ class ExpandedRetriever(BatchRetriever):
             expansion = Expansion.from_prediction(query, expander(query=query))
         cost = {"lm_calls": trace.lm_calls, "input_tokens": trace.input_tokens,
                 "output_tokens": trace.output_tokens, "seconds": round(trace.seconds, 3)}
-        self._count(query, trace=trace, recorded=cost)
+        self._count(query, trace=trace, recorded=cost, expansion=expansion)
         if use_cache and self.cache:
             self.cache.put(self._key(query, expander), {"lm": lm_identity(lm), "program": type(expander).__name__,
                                                          "expansion": expansion.to_dict(), "cost": cost})
@@ -242,8 +254,9 @@ class ExpandedRetriever(BatchRetriever):
         row = self.cache.get(self._key(query, expander or self.expander)) if self.cache else None
         if row is None:
             return None
-        self._count(query, cached=True, recorded=row.get("cost"))
-        return Expansion.from_dict(row["expansion"])
+        expansion = Expansion.from_dict(row["expansion"])
+        self._count(query, cached=True, recorded=row.get("cost"), expansion=expansion)
+        return expansion
 
     def _key(self, query: str, expander: dspy.Module) -> str:
         return expansion_key(lm_identity(self._current_lm()), program_identity(expander), query)
@@ -262,9 +275,14 @@ class ExpandedRetriever(BatchRetriever):
         return self._lm
 
     def _count(self, query: str, cached: bool = False, trace: Any = None,
-               recorded: dict[str, Any] | None = None) -> None:
+               recorded: dict[str, Any] | None = None, expansion: Expansion | None = None) -> None:
         recorded = recorded or {}  # an entry from before costs were recorded counts as free
+        notes = expansion.notes if expansion is not None else {}
         with self._lock:
+            if "answers" in notes and "kept" in notes:  # AMD's agents (programs/amd/program.py)
+                self.usage.reflection_by_query.setdefault(query, {
+                    "sub_questions": len(expansion.sub_questions), "answers": sum(bool(a) for a in notes["answers"]),
+                    "kept": sum(bool(k) for k in notes["kept"])})
             self.usage.queries += 1
             self.usage.cached += int(cached)
             self.usage.made_by_query.setdefault(query, {
