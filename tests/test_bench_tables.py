@@ -236,7 +236,7 @@ def test_diva_composed_at_a_threshold_answers_closed_book_only_when_no_reading_r
     assert [r["from"] for r in rows] == ["closed", "rac", "closed"] and counts["Useful"] == 1
 
 
-def test_cut_answers_counts_long_answers_that_end_mid_sentence(tmp_path, bench):
+def test_cut_answers_counts_long_answers_that_end_mid_sentence(tmp_path, bench, monkeypatch):
     cut = bench("bench.quality.cut_answers")
     run = tmp_path / "vanilla-rag-asqa"
     run.mkdir()
@@ -253,3 +253,6 @@ def test_cut_answers_counts_long_answers_that_end_mid_sentence(tmp_path, bench):
     assert (row["answers"], row["cut"]) == (5, 2) and row["endings"] == ["The episode in question is titled",
                                                                           "The song"]
     assert "| vanilla-rag | asqa | 5 | 2 | 40% |" in cut.table([row])
+    # --first: the answers to the split's first questions only (here q1 and q2, the split's order)
+    monkeypatch.setattr(cut, "first_ids", lambda run_params, n: {"q1", "q2"} if n == 2 else set())
+    assert (cut.measure(run, first=2)["answers"], cut.measure(run, first=2)["cut"]) == (2, 1)
