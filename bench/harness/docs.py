@@ -54,6 +54,13 @@ class Script:
         parser.add_argument("--report", action="store_true", help="print the table of the stored rows and exit")
         parser.add_argument("--results", type=Path, help="with --report: also write the table into this file's section")
 
+    @staticmethod
+    def add_section_options(parser: argparse.ArgumentParser) -> None:
+        """``--results`` (a docs file to write the table into) and ``--section`` (its section there), the options of a
+        script that renders stored runs."""
+        parser.add_argument("--results", type=Path, default=None, help="write the table into this docs file too")
+        parser.add_argument("--section", default="", help="the section name of the table in --results")
+
     def section(self, doc: Path | None, body: str, name: str = "") -> str:
         """Print ``body`` and, with ``doc``, write it there: what every table script ends with."""
         print(body)

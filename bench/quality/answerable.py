@@ -95,8 +95,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=Path, nargs="+", required=True, help="run folders of an AmbigNQ-format dataset")
     parser.add_argument("--first", type=int, default=None, help="only each run's first N questions of the split")
-    parser.add_argument("--results", type=Path, default=None, help="write the table into this docs file too")
-    parser.add_argument("--section", default="", help="the section name of the table in --results")
+    SCRIPT.add_section_options(parser)
     args = parser.parse_args()
     corpus_text: dict[str, str] = {}
     rows = [measure(run, args.first, corpus_text) for run in args.runs]

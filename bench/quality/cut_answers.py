@@ -62,8 +62,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=Path, nargs="+", required=True, help="run folders, or folders of run folders")
     parser.add_argument("--first", type=int, default=None, help="only the answers to the first N questions")
-    parser.add_argument("--results", type=Path, default=None, help="write the table into this docs file too")
-    parser.add_argument("--section", default="", help="the section name of the table in --results")
+    SCRIPT.add_section_options(parser)
     args = parser.parse_args()
     rows = [measure(run, args.first) for run in run_folders(args.runs)]
     command = SCRIPT.command(["--runs", *map(str, args.runs)] + (["--first", str(args.first)] if args.first else [])

@@ -73,8 +73,7 @@ def main() -> None:
     parser.add_argument("--compare", type=Path, nargs="*", default=[], help="other runs, one row each; the first is "
                         "the reference of the Δ column")
     parser.add_argument("--first", type=int, default=None, help="only the split's first N questions")
-    parser.add_argument("--results", type=Path, default=None, help="write the table into this docs file too")
-    parser.add_argument("--section", default="", help="the section name of the table in --results")
+    SCRIPT.add_section_options(parser)
     args = parser.parse_args()
     dataset = params(args.diva)["dataset"]
     keep = first_ids(params(args.diva), args.first) if args.first else None

@@ -88,8 +88,7 @@ def run_folders(roots: list[Path]) -> list[Path]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=Path, nargs="+", required=True, help="run folders, or folders of run folders")
-    parser.add_argument("--results", type=Path, default=None, help="write the table into this docs file too")
-    parser.add_argument("--section", default="", help="the section name of the table in --results")
+    SCRIPT.add_section_options(parser)
     args = parser.parse_args()
     rows = [measure(run) for run in run_folders(args.runs)]
     command = SCRIPT.command(["--runs", *map(str, args.runs)])
