@@ -67,9 +67,10 @@ class GreedyPick:
         ours = bool(self._queue)
         token = self._queued(logits) if ours else None
         if token is None:
-            token, ours = self._rewritten(logits)
-        if token is None:
-            token = self._choose(logits)
+            best = int(np.argmax(logits))
+            token, ours = self._rewritten(logits, best)
+            if token is None:
+                token = self._choose(logits, best)
         llama_cpp.llama_sampler_accept(self._sampler, token)
         if self._quotes is not None:
             self._quotes.accept(self._text(token), ours=ours)
@@ -83,11 +84,10 @@ class GreedyPick:
         self._queue.clear()
         return None
 
-    def _rewritten(self, logits: np.ndarray) -> tuple[int | None, bool]:
+    def _rewritten(self, logits: np.ndarray, best: int) -> tuple[int | None, bool]:
         """The first token of the rewrite of the model's best token, if ``InnerQuotes`` rewrites it."""
         if self._quotes is None:
             return None, False
-        best = int(np.argmax(logits))
         rewrite = self._quotes.rewrite(self._text(best))
         if rewrite is None:
             return None, False
@@ -106,8 +106,7 @@ class GreedyPick:
         """The token's bytes as text; a byte of a character split across tokens stays as itself (surrogateescape)."""
         return self._llama.detokenize([token]).decode("utf-8", errors="surrogateescape")
 
-    def _choose(self, logits: np.ndarray) -> int:
-        best = int(np.argmax(logits))
+    def _choose(self, logits: np.ndarray, best: int) -> int:
         self.counts.tokens += 1
         if self._allows(best, float(logits[best])):
             return best

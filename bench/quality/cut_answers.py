@@ -27,11 +27,10 @@ SHOWN = 3
 
 
 def body(prediction: dict) -> str:
-    """The long answer as the model wrote it, without the note on disagreeing sources appended to it."""
-    answer, note = prediction.get("long_answer") or "", prediction.get("conflict_note") or ""
-    if note and answer.endswith(note):
-        answer = answer[: -len(note)]
-    return answer.strip()
+    """The long answer as the model wrote it, without the note on disagreeing sources (as the metrics read it)."""
+    from disambig.metrics.answer_text import scored_long_answer
+
+    return scored_long_answer(prediction).strip()
 
 
 def cut(text: str) -> bool:
