@@ -20,7 +20,8 @@ keys every run gets, and each ``[[runs]]`` entry is one run, or one per program 
 
 A run's keys: program(s), dataset(s), name (default PROGRAM-DATASET), split, limit, lm, retriever, corpus, artifact,
 metrics, flags. A stopped run resumes where it stopped (``disambig eval`` refuses to mix answers of other code into
-a folder); every row carries the worktree's commit, clean.
+a folder); every row carries the worktree's commit, clean. Each sitting of a run appends its start and end (time,
+CPU, load, rows so far) to the run folder's ``machine.jsonl``, so a run resumed on another machine says so.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness.docs import CHECKOUT
+from bench.harness.machine import record_sitting
 from bench.harness.worktree import clean_worktree, python_in
 
 OPTIONS = {"split": "--split", "limit": "--limit", "lm": "--lm", "retriever": "--retriever", "corpus": "--corpus",
@@ -97,9 +99,14 @@ def main(argv: list[str] | None = None) -> None:
         return
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     with clean_worktree(args.commit) as tree:
+        commit = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                check=True).stdout.strip()
         for run in runs:
             logging.info("%s: disambig %s (code of %s)", run.name, " ".join(run.arguments(out)), args.commit)
-            if subprocess.run([*python_in(tree), "disambig", *run.arguments(out)], cwd=CHECKOUT).returncode:
+            record_sitting(out / run.name, event="start", commit=commit)
+            code = subprocess.run([*python_in(tree), "disambig", *run.arguments(out)], cwd=CHECKOUT).returncode
+            record_sitting(out / run.name, event="end", commit=commit, returncode=code)
+            if code:
                 raise SystemExit(f"{run.name} stopped; run the same command again to resume it")
 
 

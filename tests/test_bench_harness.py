@@ -111,3 +111,19 @@ def test_first_ids_keeps_a_block_of_the_split_in_its_order(harness, monkeypatch)
     assert first_ids(run, None, skip=8) == {"q9", "q10"}
     assert first_ids(run, 3, skip=5) == set()
     assert asked == [("asqa", "dev", 4), ("asqa", "dev", 6), ("asqa", "dev", None), ("asqa", "dev", 3)]
+
+
+def test_a_run_folder_keeps_one_line_a_sitting_with_its_cpu_and_rows_so_far(monkeypatch, tmp_path):
+    monkeypatch.syspath_prepend(str(ROOT))
+    from bench.harness import machine
+
+    run = tmp_path / "vanilla-rag-asqa"
+    assert machine.sitting_cpus(run) == []
+    machine.record_sitting(run, event="start", commit="abc")
+    (run / "results.jsonl").write_text('{"id": "1"}\n{"id": "2"}\n')
+    monkeypatch.setattr(machine, "cpu_name", lambda: "Other CPU")
+    machine.record_sitting(run, event="end", commit="abc", returncode=0)
+    lines = [json.loads(line) for line in (run / "machine.jsonl").read_text().splitlines()]
+    assert [(line["event"], line["rows"], line["commit"]) for line in lines] == [("start", 0, "abc"), ("end", 2, "abc")]
+    assert lines[1]["returncode"] == 0 and lines[1]["cpu"] == "Other CPU" and lines[0]["cpu"] != "Other CPU"
+    assert machine.sitting_cpus(run) == [lines[0]["cpu"], "Other CPU"]

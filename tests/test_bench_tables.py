@@ -150,8 +150,10 @@ def test_speed_table_averages_seconds_calls_and_tokens_per_question(tmp_path, be
     assert (row["n"], row["mean"], row["rest"], row["median"]) == (3, 20.0, 15.0, 20.0)
     assert row["calls"] == pytest.approx(7 / 3) and row["reused"] == 300 and row["generated"] == 60
     assert row["interval"].low <= 20.0 <= row["interval"].high and row["value"] is None
-    assert "| local:m | vanilla-rag | 3 | 20.0 [" in speed.table([row]) and "| 1,000 (300) | 60 | – | `abc123` |" \
+    assert "| local:m | vanilla-rag | 3 | 20.0 [" in speed.table([row]) and "| 1,000 (300) | 60 | – | `abc123` | – |" \
         in speed.table([row])
+    (run / "machine.jsonl").write_text('{"cpu": "CPU A"}\n{"cpu": "CPU A"}\n{"cpu": "CPU B"}\n')  # resumed elsewhere
+    assert "| `abc123` | CPU A, CPU B | – |" in speed.table([speed.measure(run)])
 
 
 

@@ -7,7 +7,8 @@
 
 A row: the model, the program, the questions answered, the mean seconds a question with its 95% bootstrap interval,
 the median, LM calls, prompt tokens (and how many of them were reused from the prompt cache rather than prefilled),
-generated tokens, the dataset's primary metric, and the code that answered. The first question of a run also pays
+generated tokens, the dataset's primary metric, the code that answered and the CPU(s) its sittings ran on ("–" for a
+run made before ``bench.run`` recorded them in the run folder's ``machine.jsonl``). The first question of a run also pays
 for loading the model and opening the indexes; the column "s/q without the first" leaves it out. Given several
 folders, a run of a later folder is set beside the first folder's run of the same model, program and dataset: its
 total seconds over the earlier run's on the questions both answered (paired bootstrap over questions), and how many
@@ -21,6 +22,7 @@ import statistics
 from pathlib import Path
 
 from bench.harness import Script
+from bench.harness.machine import sitting_cpus
 from bench.harness.runs import answers_code, params, raw_rows, score_rows
 
 SCRIPT = Script.of(__file__)
@@ -49,7 +51,8 @@ def measure(run: Path) -> dict:
             "rest": statistics.fmean(seconds[1:]) if len(seconds) > 1 else None,
             "median": statistics.median(seconds) if seconds else 0.0, "calls": mean("lm_calls"),
             "prompt": mean("input_tokens"), "reused": mean("reused_prompt_tokens"), "generated": mean("output_tokens"),
-            "primary": primary, "value": value, "code": answers_code(run_params, raw)}
+            "primary": primary, "value": value, "code": answers_code(run_params, raw),
+            "cpu": ", ".join(sitting_cpus(run)) or "–"}
 
 
 def against(row: dict, earlier: dict) -> str:
@@ -76,8 +79,8 @@ def table(rows: list[dict], earlier: dict[tuple[str, str, str], dict] | None = N
     run."""
     earlier = earlier or {}
     head = ("| model | program | n | s/q [95% CI] | s/q without the first | median s | LM calls/q | prompt tokens/q "
-            "(reused) | generated tokens/q | primary metric | code | time vs earlier code [95% CI] |\n"
-            "| --- | --- | ---: | --- | ---: | ---: | ---: | --- | ---: | --- | --- | --- |")
+            "(reused) | generated tokens/q | primary metric | code | CPU | time vs earlier code [95% CI] |\n"
+            "| --- | --- | ---: | --- | ---: | ---: | ---: | --- | ---: | --- | --- | --- | --- |")
     lines = []
     for r in rows:
         before = earlier.get(key(r))
@@ -87,7 +90,7 @@ def table(rows: list[dict], earlier: dict[tuple[str, str, str], dict] | None = N
         value = "–" if r["value"] is None else f"{r['primary']} {r['value']:.3f}"
         lines.append(f"| {r['model']} | {r['program']} | {r['n']} | {r['mean']:.1f}{ci} | {rest} | {r['median']:.1f} | "
                      f"{r['calls']:.1f} | {r['prompt']:,.0f} ({r['reused']:,.0f}) | {r['generated']:.0f} | {value} | "
-                     f"`{r['code']}` | {versus} |")
+                     f"`{r['code']}` | {r['cpu']} | {versus} |")
     return "\n".join([head, *lines])
 
 

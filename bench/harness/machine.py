@@ -1,11 +1,16 @@
-"""What a measurement records of the machine beside its figures: the load when it ran and the CPU; and a free
-loopback port for a server it starts. (The code a row was made with is ``disambig.evaluation.code_version``.)"""
+"""What a measurement records of the machine beside its figures: the load when it ran and the CPU, also as a line
+a run folder keeps per sitting (``record_sitting``, since a run resumed later may finish on another machine); and a
+free loopback port for a server it starts. (The code a row was made with is ``disambig.evaluation.code_version``.)"""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+import time
 from pathlib import Path
+
+SITTINGS = "machine.jsonl"  # a run folder's sittings: one line each time a runner starts or ends it
 
 
 def load1() -> float:
@@ -20,6 +25,26 @@ def cpu_name() -> str:
         if line.startswith("model name"):
             return line.split(":", 1)[1].strip()
     return "unknown"
+
+
+def record_sitting(folder: Path, **fields: object) -> None:
+    """Append one line to ``folder``'s sittings: the time, the CPU, the load and the rows answered so far, and
+    ``fields`` (the event, the commit)."""
+    results = folder / "results.jsonl"
+    rows = sum(1 for line in results.read_text(encoding="utf-8").splitlines() if line.strip()) if results.exists() else 0
+    line = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cpu": cpu_name(), "cores": os.cpu_count(),
+            "load1": load1(), "rows": rows, **fields}
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / SITTINGS).open("a", encoding="utf-8") as out:
+        out.write(json.dumps(line) + "\n")
+
+
+def sitting_cpus(folder: Path) -> list[str]:
+    """The CPUs a run folder's sittings ran on, in first-seen order (empty when it records none)."""
+    path = folder / SITTINGS
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    cpus = [json.loads(line).get("cpu", "unknown") for line in lines if line.strip()]
+    return list(dict.fromkeys(cpus))
 
 
 def free_port() -> int:
