@@ -8,8 +8,8 @@
 A row: the model, the program, the questions answered, the mean seconds a question with its 95% bootstrap interval,
 the median, LM calls, prompt tokens (and how many of them were reused from the prompt cache rather than prefilled),
 generated tokens, the dataset's primary metric, the code that answered and the CPU(s) its sittings ran on ("–" for a
-run made before ``bench.run`` recorded them in the run folder's ``machine.jsonl``). The first question of a run also pays
-for loading the model and opening the indexes; the column "s/q without the first" leaves it out. Given several
+run made before ``bench.run`` recorded them in the run folder's ``machine.jsonl``). The first question of a run
+also pays for loading the model and opening the indexes; the column "s/q without the first" leaves it out. Given several
 folders, a run of a later folder is set beside the first folder's run of the same model, program and dataset: its
 total seconds over the earlier run's on the questions both answered (paired bootstrap over questions), and how many
 of those questions got the same long answer.

@@ -31,7 +31,8 @@ def record_sitting(folder: Path, **fields: object) -> None:
     """Append one line to ``folder``'s sittings: the time, the CPU, the load and the rows answered so far, and
     ``fields`` (the event, the commit)."""
     results = folder / "results.jsonl"
-    rows = sum(1 for line in results.read_text(encoding="utf-8").splitlines() if line.strip()) if results.exists() else 0
+    lines = results.read_text(encoding="utf-8").splitlines() if results.exists() else []
+    rows = sum(1 for line in lines if line.strip())
     line = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cpu": cpu_name(), "cores": os.cpu_count(),
             "load1": load1(), "rows": rows, **fields}
     folder.mkdir(parents=True, exist_ok=True)
