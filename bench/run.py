@@ -18,10 +18,10 @@ keys every run gets, and each ``[[runs]]`` entry is one run, or one per program 
     programs = ["closed-book", "vanilla-rag"]    # or program = "..."
     datasets = ["asqa", "ambignq"]               # or dataset = "..."
 
-A run's keys: program(s), dataset(s), name (default PROGRAM-DATASET), split, limit, lm, retriever, corpus, artifact,
-metrics, flags. A stopped run resumes where it stopped (``disambig eval`` refuses to mix answers of other code into
-a folder); every row carries the worktree's commit, clean. Each sitting of a run appends its start and end (time,
-CPU, load, rows so far) to the run folder's ``machine.jsonl``, so a run resumed on another machine says so.
+A run's keys: program(s), dataset(s), name (default PROGRAM-DATASET), split, limit, skip, lm, retriever, corpus,
+artifact, metrics, flags. A stopped run resumes where it stopped (``disambig eval`` refuses to mix answers of other
+code into a folder); every row carries the worktree's commit, clean. Each sitting of a run appends its start and end
+(time, CPU, load, rows so far) to the run folder's ``machine.jsonl``, so a run resumed on another machine says so.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ from bench.harness.docs import CHECKOUT
 from bench.harness.machine import record_sitting
 from bench.harness.worktree import clean_worktree, python_in
 
-OPTIONS = {"split": "--split", "limit": "--limit", "lm": "--lm", "retriever": "--retriever", "corpus": "--corpus",
-           "artifact": "--artifact"}
+OPTIONS = {"split": "--split", "limit": "--limit", "skip": "--skip", "lm": "--lm", "retriever": "--retriever",
+           "corpus": "--corpus", "artifact": "--artifact"}
 KEYS = {"program", "programs", "dataset", "datasets", "name", "metrics", "flags", *OPTIONS}
 
 

@@ -32,6 +32,7 @@ class EvalConfig:
     dataset: str
     split: str = "dev"
     limit: int | None = None
+    skip: int = 0  # the first questions of the limit left out (--skip): the run holds questions skip+1..limit
     lm: str = "local"
     judge_lm: str = ""
     retriever: str = ""
@@ -43,7 +44,8 @@ class EvalConfig:
     generation: dict[str, Any] = field(default_factory=dict)  # repetition guard/penalty set apart from the defaults
 
     def default_out(self, root: Path = Path("runs")) -> Path:
-        name = f"{self.program}-{Path(self.dataset).stem}-{self.split}-{self.limit or 'all'}"
+        block = f"{self.skip + 1}-{self.limit or 'all'}" if self.skip else f"{self.limit or 'all'}"
+        name = f"{self.program}-{Path(self.dataset).stem}-{self.split}-{block}"
         return root / (f"{name}-{Path(self.artifact).stem}" if self.artifact else name)
 
 

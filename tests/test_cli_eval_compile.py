@@ -96,3 +96,18 @@ def test_compile_records_its_run_in_the_tracking_store_it_is_given(scripted_lm, 
     experiment = MlflowClient(given).get_experiment_by_name("disambig-compile")
     assert len(MlflowClient(given).search_runs([experiment.experiment_id])) == 1
     assert not (tmp_path / "other.db").exists()
+
+
+def test_skip_answers_a_block_of_the_split_and_is_part_of_the_run(scripted_lm, tmp_path, asqa_file):
+    every = [json.loads(line)["id"] for line in open(asqa_file, encoding="utf-8")]
+    out = tmp_path / "block"
+    args = ["eval", "closed-book", "--dataset", asqa_file, "--limit", "5", "--skip", "3", "--no-track", "--out",
+            str(out)]
+    assert runner.invoke(app, args).exit_code == 0
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [row["id"] for row in rows] == every[3:5]
+    assert json.loads((out / "params.json").read_text())["skip"] == 3
+    other_block = runner.invoke(app, [*args[:-4], "1", "--no-track", "--out", str(out)])
+    assert other_block.exit_code == 2 and "different skip" in other_block.output, other_block.output
+    nothing_left = runner.invoke(app, [*args[:-4], "5", "--no-track", "--out", str(tmp_path / "none")])
+    assert nothing_left.exit_code == 2 and "--skip 5 leaves no question of the 5" in nothing_left.output

@@ -21,6 +21,8 @@ def evaluate(
     split: str | None = typer.Option(None, "--split", help="train, dev, test or all (default: dev of a named set, "
                                      "all of a file)."),
     limit: int | None = typer.Option(None, "--limit", "-n", min=1, help="First N questions of the split."),
+    skip: int = typer.Option(0, "--skip", min=0, help="Leave out the first K of them (questions K+1..N): a block "
+                             "of the split answered on its own, e.g. a confirmation set."),
     metric: list[str] = typer.Option([], "--metric", "-m", help="Metric name (repeatable); default per dataset."),
     retriever: str | None = typer.Option(None, "--retriever", help="bm25, dense or hybrid (default hybrid if needed)."),
     corpus: str | None = typer.Option(None, "--corpus", help="Corpus the retriever searches (default: a BEIR "
@@ -64,8 +66,9 @@ def evaluate(
     settings = load_settings(lm=lm, judge_lm=judge_lm, threads=threads, lm_cache=cache)
     run = prepare_run(settings, program, dataset, split, limit, list(metric), retriever, corpus, artifact,
                       program_options)
+    run.examples = skipped(run.examples, skip, limit)
     examples, proxy = with_proxy(run.examples, run.judge_lm, proxy_top, proxy_retriever, proxy_corpus, settings)
-    config = EvalConfig(program=program, dataset=dataset, split=split, limit=limit, lm=settings.lm,
+    config = EvalConfig(program=program, dataset=dataset, split=split, limit=limit, skip=skip, lm=settings.lm,
                         judge_lm=run.judge_lm, retriever=run.retriever_name,
                         metrics=tuple(run.metrics), artifact=artifact,
                         cache=settings.lm_cache,  # the report says whether LM responses came from the cache
@@ -83,6 +86,16 @@ def evaluate(
     console.print(f"results: {out_dir}/results.jsonl · report: {out_dir}/report.json · plot: {out_dir}/tradeoff.png")
     if outcome.mlflow_run_id:
         console.print(f"MLflow run {outcome.mlflow_run_id}")
+
+
+def skipped(examples: list, skip: int, limit: int | None) -> list:
+    """``examples`` without the first ``skip``; a skip that leaves no question is refused in one line."""
+    from disambig.errors import ConfigurationError
+
+    if skip and skip >= len(examples):
+        raise ConfigurationError(f"--skip {skip} leaves no question of the {len(examples)} "
+                                 f"{'--limit takes' if limit else 'in the split'}; skip fewer or raise --limit")
+    return examples[skip:]
 
 
 def with_proxy(examples: list, judge_lm: str, top: int | None, retriever: str, corpus: str,
