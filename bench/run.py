@@ -104,8 +104,11 @@ def main(argv: list[str] | None = None) -> None:
         for run in runs:
             logging.info("%s: disambig %s (code of %s)", run.name, " ".join(run.arguments(out)), args.commit)
             record_sitting(out / run.name, event="start", commit=commit)
-            code = subprocess.run([*python_in(tree), "disambig", *run.arguments(out)], cwd=CHECKOUT).returncode
-            record_sitting(out / run.name, event="end", commit=commit, returncode=code)
+            code = None  # stays None when the sitting is interrupted (Ctrl-C, a signal)
+            try:
+                code = subprocess.run([*python_in(tree), "disambig", *run.arguments(out)], cwd=CHECKOUT).returncode
+            finally:
+                record_sitting(out / run.name, event="end", commit=commit, returncode=code)
             if code:
                 raise SystemExit(f"{run.name} stopped; run the same command again to resume it")
 

@@ -33,11 +33,13 @@ def prepare_run(
     corpus: str | None = None,
     artifact: str = "",
     options: dict[str, Any] | None = None,
+    skip: int = 0,
 ) -> PreparedRun:
     """Load the split, build the program with its constructor ``options`` and its retriever (or load a compiled
     ``artifact`` of ``program``), resolve metrics, and configure the LM.
 
-    The retriever searches ``corpus``, by default the dataset's (``disambig.data.loaders.default_corpus``).
+    The retriever searches ``corpus``, by default the dataset's (``disambig.data.loaders.default_corpus``); ``skip``
+    leaves out the first questions of the ``limit`` (a block of the split).
     """
     from disambig.data import load_dataset
     from disambig.data.loaders import dataset_format, default_corpus
@@ -57,6 +59,12 @@ def prepare_run(
     examples = load_dataset(dataset, split=split, limit=limit)
     if not examples:
         raise ValueError(f"dataset {dataset!r} split {split!r} has no questions; try --split all")
+    if skip and skip >= len(examples):
+        capped = limit is not None and limit <= len(examples)  # else the split ends before the limit
+        held = f"the first {limit} questions" if capped else f"the {len(examples)} questions"
+        raise ConfigurationError(f"--skip {skip} leaves none of {held} of {dataset!r} split {split!r}; skip fewer"
+                                 + (" or raise --limit" if capped else ""))
+    examples = examples[skip:]
     kind = default_kind(program, retriever_kind)
     retriever = None
     if kind:

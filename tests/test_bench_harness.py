@@ -119,11 +119,23 @@ def test_a_run_folder_keeps_one_line_a_sitting_with_its_cpu_and_rows_so_far(monk
 
     run = tmp_path / "vanilla-rag-asqa"
     assert machine.sitting_cpus(run) == []
+    monkeypatch.setattr(machine, "cpu_name", lambda: "CPU A")
     machine.record_sitting(run, event="start", commit="abc")
-    (run / "results.jsonl").write_text('{"id": "1"}\n{"id": "2"}\n')
-    monkeypatch.setattr(machine, "cpu_name", lambda: "Other CPU")
+    # two rows, one holding a line separator that str.splitlines would split at, and a torn last line
+    (run / "results.jsonl").write_bytes('{"id": "1", "a": "x\u2028y"}\n{"id": "2"}\n'.encode() + b'{"id": "\xe2\x80')
     machine.record_sitting(run, event="end", commit="abc", returncode=0)
+    monkeypatch.setattr(machine, "cpu_name", lambda: "CPU B")  # resumed elsewhere, answering nothing new
+    machine.record_sitting(run, event="start", commit="abc")
+    machine.record_sitting(run, event="end", commit="abc", returncode=1)
     lines = [json.loads(line) for line in (run / "machine.jsonl").read_text().splitlines()]
-    assert [(line["event"], line["rows"], line["commit"]) for line in lines] == [("start", 0, "abc"), ("end", 2, "abc")]
-    assert lines[1]["returncode"] == 0 and lines[1]["cpu"] == "Other CPU" and lines[0]["cpu"] != "Other CPU"
-    assert machine.sitting_cpus(run) == [lines[0]["cpu"], "Other CPU"]
+    assert [(line["event"], line["rows"], line["cpu"]) for line in lines] == [
+        ("start", 0, "CPU A"), ("end", 2, "CPU A"), ("start", 2, "CPU B"), ("end", 2, "CPU B")]  # torn line: no row
+    assert lines[1]["returncode"] == 0 and lines[1]["commit"] == "abc"
+    assert machine.sitting_cpus(run) == ["CPU A"]  # CPU B answered no question
+    machine.record_sitting(run, event="start", commit="abc")
+    with (run / "results.jsonl").open("a") as rows:
+        rows.write('\n{"id": "3"}\n')
+    machine.record_sitting(run, event="end", commit="abc", returncode=0)
+    with (run / "machine.jsonl").open("a") as sittings:
+        sittings.write('{"event": "st')  # a line cut by a kill
+    assert machine.sitting_cpus(run) == ["CPU A", "CPU B"]

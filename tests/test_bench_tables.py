@@ -152,7 +152,9 @@ def test_speed_table_averages_seconds_calls_and_tokens_per_question(tmp_path, be
     assert row["interval"].low <= 20.0 <= row["interval"].high and row["value"] is None
     assert "| local:m | vanilla-rag | 3 | 20.0 [" in speed.table([row]) and "| 1,000 (300) | 60 | – | `abc123` | – |" \
         in speed.table([row])
-    (run / "machine.jsonl").write_text('{"cpu": "CPU A"}\n{"cpu": "CPU A"}\n{"cpu": "CPU B"}\n')  # resumed elsewhere
+    sittings = [("start", 0, "CPU A"), ("end", 2, "CPU A"), ("start", 2, "CPU B"), ("end", 3, "CPU B")]  # resumed
+    (run / "machine.jsonl").write_text("".join(json.dumps({"event": e, "rows": n, "cpu": c}) + "\n"
+                                               for e, n, c in sittings))
     assert "| `abc123` | CPU A, CPU B | – |" in speed.table([speed.measure(run)])
 
 

@@ -110,4 +110,9 @@ def test_skip_answers_a_block_of_the_split_and_is_part_of_the_run(scripted_lm, t
     other_block = runner.invoke(app, [*args[:-4], "1", "--no-track", "--out", str(out)])
     assert other_block.exit_code == 2 and "different skip" in other_block.output, other_block.output
     nothing_left = runner.invoke(app, [*args[:-4], "5", "--no-track", "--out", str(tmp_path / "none")])
-    assert nothing_left.exit_code == 2 and "--skip 5 leaves no question of the 5" in nothing_left.output
+    assert nothing_left.exit_code == 2 and "--skip 5 leaves none of the first 5 questions" in nothing_left.output
+    assert "or raise --limit" in nothing_left.output
+    past_the_end = runner.invoke(app, ["eval", "closed-book", "--dataset", asqa_file, "--skip", "6", "--no-track",
+                                         "--out", str(tmp_path / "none")])
+    assert past_the_end.exit_code == 2 and "--skip 6 leaves none of the 6 questions" in past_the_end.output
+    assert "raise --limit" not in past_the_end.output

@@ -10,6 +10,8 @@ import socket
 import time
 from pathlib import Path
 
+from disambig.data.jsonl import appended_lines
+
 SITTINGS = "machine.jsonl"  # a run folder's sittings: one line each time a runner starts or ends it
 
 
@@ -31,8 +33,7 @@ def record_sitting(folder: Path, **fields: object) -> None:
     """Append one line to ``folder``'s sittings: the time, the CPU, the load and the rows answered so far, and
     ``fields`` (the event, the commit)."""
     results = folder / "results.jsonl"
-    lines = results.read_text(encoding="utf-8").splitlines() if results.exists() else []
-    rows = sum(1 for line in lines if line.strip())
+    rows = sum(1 for line in appended_lines(results) if line and line.strip()) if results.exists() else 0
     line = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cpu": cpu_name(), "cores": os.cpu_count(),
             "load1": load1(), "rows": rows, **fields}
     folder.mkdir(parents=True, exist_ok=True)
@@ -41,10 +42,20 @@ def record_sitting(folder: Path, **fields: object) -> None:
 
 
 def sitting_cpus(folder: Path) -> list[str]:
-    """The CPUs a run folder's sittings ran on, in first-seen order (empty when it records none)."""
+    """The CPUs of the sittings that answered questions in a run folder (an end line holding more rows than the
+    sitting's start), in first-seen order; empty when the folder records none. A cut or damaged line is skipped."""
     path = folder / SITTINGS
-    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-    cpus = [json.loads(line).get("cpu", "unknown") for line in lines if line.strip()]
+    cpus, started = [], None
+    for line in appended_lines(path) if path.exists() else []:
+        try:
+            sitting = json.loads(line or "")
+        except json.JSONDecodeError:
+            continue
+        if sitting.get("event") == "start":
+            started = sitting.get("rows", 0)
+        elif sitting.get("event") == "end" and started is not None and sitting.get("rows", 0) > started:
+            cpus.append(sitting.get("cpu", "unknown"))
+            started = None
     return list(dict.fromkeys(cpus))
 
 

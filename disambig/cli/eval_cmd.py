@@ -65,8 +65,7 @@ def evaluate(
                            threads=threads)
     settings = load_settings(lm=lm, judge_lm=judge_lm, threads=threads, lm_cache=cache)
     run = prepare_run(settings, program, dataset, split, limit, list(metric), retriever, corpus, artifact,
-                      program_options)
-    run.examples = skipped(run.examples, skip, limit)
+                      program_options, skip=skip)
     examples, proxy = with_proxy(run.examples, run.judge_lm, proxy_top, proxy_retriever, proxy_corpus, settings)
     config = EvalConfig(program=program, dataset=dataset, split=split, limit=limit, skip=skip, lm=settings.lm,
                         judge_lm=run.judge_lm, retriever=run.retriever_name,
@@ -86,16 +85,6 @@ def evaluate(
     console.print(f"results: {out_dir}/results.jsonl · report: {out_dir}/report.json · plot: {out_dir}/tradeoff.png")
     if outcome.mlflow_run_id:
         console.print(f"MLflow run {outcome.mlflow_run_id}")
-
-
-def skipped(examples: list, skip: int, limit: int | None) -> list:
-    """``examples`` without the first ``skip``; a skip that leaves no question is refused in one line."""
-    from disambig.errors import ConfigurationError
-
-    if skip and skip >= len(examples):
-        raise ConfigurationError(f"--skip {skip} leaves no question of the {len(examples)} "
-                                 f"{'--limit takes' if limit else 'in the split'}; skip fewer or raise --limit")
-    return examples[skip:]
 
 
 def with_proxy(examples: list, judge_lm: str, top: int | None, retriever: str, corpus: str,
