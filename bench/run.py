@@ -36,7 +36,7 @@ from typing import Any
 
 from bench.harness.docs import CHECKOUT
 from bench.harness.machine import record_sitting
-from bench.harness.worktree import clean_worktree, python_in
+from bench.harness.worktree import clean_worktree, git, python_in
 
 OPTIONS = {"split": "--split", "limit": "--limit", "skip": "--skip", "lm": "--lm", "retriever": "--retriever",
            "corpus": "--corpus", "artifact": "--artifact"}
@@ -99,8 +99,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     with clean_worktree(args.commit) as tree:
-        commit = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True,
-                                check=True).stdout.strip()
+        commit = git(tree, "rev-parse", "HEAD")
         for run in runs:
             logging.info("%s: disambig %s (code of %s)", run.name, " ".join(run.arguments(out)), args.commit)
             record_sitting(out / run.name, event="start", commit=commit)

@@ -10,7 +10,7 @@ import socket
 import time
 from pathlib import Path
 
-from disambig.data.jsonl import appended_lines
+from disambig.data.jsonl import append_line, appended_lines
 
 SITTINGS = "machine.jsonl"  # a run folder's sittings: one line each time a runner starts or ends it
 
@@ -37,8 +37,7 @@ def record_sitting(folder: Path, **fields: object) -> None:
     line = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cpu": cpu_name(), "cores": os.cpu_count(),
             "load1": load1(), "rows": rows, **fields}
     folder.mkdir(parents=True, exist_ok=True)
-    with (folder / SITTINGS).open("a", encoding="utf-8") as out:
-        out.write(json.dumps(line) + "\n")
+    append_line(folder / SITTINGS, json.dumps(line))
 
 
 def sitting_cpus(folder: Path) -> list[str]:
