@@ -39,7 +39,8 @@ class Settings:
         lm_cache: keep DSPy's LM response cache (in ``cache_dir/dspy``) and the retrievers' rankings (in
             ``cache_dir/retrieval``) so a repeated call costs no LM or index time;
             off by default so measured times are real.
-        verifier_lm: LM spec for DIVA's rewriting and verification steps; empty means "same as ``lm``".
+        verifier_lm: LM spec of the programs' side steps (DIVA's rewriting and verification, ADF's sub-questions
+            and hypothetical passages, VerDICt's execution feedback); empty means "same as ``lm``".
         decoding: decoding preset of every LM: ``greedy`` or ``paper`` (DIVA's temperature 0.3, 300 tokens).
         prompt_cache_mb: RAM for KV states of the embedded LM's earlier calls, so a prompt sharing a prefix with
             any of them (the same instruction and demos) is not prefilled again; 0 reuses only the previous call's.

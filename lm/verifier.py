@@ -1,4 +1,5 @@
-"""The LM of DIVA's rewriting and verification steps, when a run gives them their own (the paper uses GPT-4 there).
+"""The second LM of a run: DIVA's rewriting and verification steps (the paper uses GPT-4 there), ADF's sub-questions
+and hypothetical passages and VerDICt's execution feedback, when a run gives them their own.
 
 ``--verifier-lm SPEC`` sets ``DISAMBIG_VERIFIER_LM``; programs wrap those steps in ``using_verifier()``, which
 switches the LM with ``dspy.context`` for the block. Nothing is stored on a predictor, so saved programs stay JSON.

@@ -243,3 +243,15 @@ def test_readings_without_intents_keep_the_concise_answer_for_the_question():
     found = interpretations(QUESTION, subs, [], "Christine Sinclair", {})
     assert [(i.question, i.answer) for i in found] == [(QUESTION, "Christine Sinclair")]
     assert interpretations(QUESTION, subs, [], "", {}) == []  # nothing to keep
+
+
+def test_a_second_lm_writes_the_sub_questions_and_hyde_passages_and_the_runs_lm_the_synthesis(monkeypatch):
+    from disambig.lm import verifier
+
+    second, second_engine = scripted_lm(RULES)
+    monkeypatch.setattr(verifier, "verifier_lm", lambda: second)
+    retriever = TableRetriever(corpus({"Men": 3, "Women": 3, "Club": 2, "Cricket": 2}))
+    pred, engine = run(retriever)
+    assert steps(second_engine) == ["retrieved"] * 3 + ["Write"] * 3 and steps(engine) == ["Answer"]
+    assert pred.trace["lm_calls"] == 7  # both LMs' calls are the question's
+    assert sorted(pred.trace["notes"]["sub_questions"]) == ["Which Club?", "Which Men?", "Which Women?"]

@@ -264,3 +264,15 @@ def test_bad_options_are_refused(kwargs, message):
 @pytest.mark.parametrize("value", ["Tomb of the Unknown Soldier", "Unknown Pleasures", "No Information Zone 2"])
 def test_a_name_holding_a_no_answer_phrase_is_an_answer(value):
     assert stated_answer(value) == value
+
+
+def test_a_second_lm_makes_the_feedback_calls_and_the_runs_lm_the_rest(monkeypatch):
+    from disambig.lm import verifier
+
+    engine = configure()
+    second, second_engine = scripted_lm({"ONE document, a passage from the search results": feedback_rule()})
+    monkeypatch.setattr(verifier, "verifier_lm", lambda: second)
+    pred, _, _ = run(parallel=2)
+    assert steps(engine) == ["Turn", "Write"] and steps(second_engine) == ["ONE"] * 9
+    assert pred.trace["lm_calls"] == 11
+    assert sorted(i["answer"] for i in pred.interpretations) == ["Christine Sinclair", "Cristiano Ronaldo"]

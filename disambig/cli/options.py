@@ -50,8 +50,9 @@ CACHE = typer.Option(None, "--cache/--no-cache",
                      help="Reuse LM responses and retrieval rankings from the cache directory (env "
                           "DISAMBIG_LM_CACHE; off by default so timings are real).")
 VERIFIER_LM = typer.Option(None, "--verifier-lm",
-                           help="LM for DIVA's rewriting and verification steps (env DISAMBIG_VERIFIER_LM; default "
-                                "--lm). The paper uses GPT-4 there.")
+                           help="Second LM for a program's side steps: DIVA's rewriting and verification (the "
+                                "paper uses GPT-4 there), ADF's sub-questions and hypothetical passages, VerDICt's "
+                                "execution feedback (env DISAMBIG_VERIFIER_LM; default --lm).")
 DECODING = typer.Option(None, "--decoding",
                         help="greedy (default) or paper: temperature 0.3, top-p 1, 300 tokens (env DISAMBIG_DECODING).")
 REPETITION_GUARD = typer.Option(None, "--repetition-guard", metavar="NxR|off",

@@ -8,6 +8,9 @@
 4. dual-pathway retrieval (the sub-question and its hypothetical passage), fused by RRF on passage ids (eq. 6);
 5. structured multi-intent synthesis (LM): intents, a long answer and a concise answer.
 
+With a second LM (``--verifier-lm``), step 3's sub-questions and hypothetical passages are written by it and the
+synthesis by the run's LM: a small model for the short steps, or a stronger one for the intents.
+
 Two profiles: ``paper`` (the equations and Algorithm 1 as written) and ``authors`` (what the released code
 does: mean distance, strict thresholds 0.8 / 0.1, Uncertain not decomposed on AmbigNQ, every ASQA question
 decomposed, K-means on the top 5 so k = 2, max-score merge instead of RRF). See ``PROFILES``.
@@ -23,6 +26,7 @@ import dspy
 import numpy as np
 
 from disambig.lm.usage import Trace, measured
+from disambig.lm.verifier import using_verifier
 from disambig.programs.adf.gate import AmbiguityGate, is_ambiguous
 from disambig.programs.adf.geometry import (
     N_INIT,
@@ -162,12 +166,14 @@ class ADF(dspy.Module):
         """Algorithm 1 lines 8-21: clusters, sub-questions, HyDE, dual retrieval, fusion."""
         s = self.settings
         groups = self.clusters(question, initial[: s["cluster_depth"]], vectors[: s["cluster_depth"]], trace)
-        asked = [self.sub_question(question=question, passages=self.cluster_context(g)).sub_question
-                 for g in groups]                                                  # 12: q_j <- SummarizeIntent
+        with using_verifier():  # the run's second LM, if it has one (--verifier-lm), writes the intents
+            asked = [self.sub_question(question=question, passages=self.cluster_context(g)).sub_question
+                     for g in groups]                                              # 12: q_j <- SummarizeIntent
         sub_questions = list(distinct([q for q in asked if q], len(asked)) or (question,))
         pathways, lists, cited = [], [], {}
         for sub_question in sub_questions:
-            hypothetical = (self.hyde(question=sub_question).passage or "").strip()   # 13: d_j <- HyDE(q_j)
+            with using_verifier():
+                hypothetical = (self.hyde(question=sub_question).passage or "").strip()   # 13: d_j <- HyDE(q_j)
             direct = self.retrieve(sub_question, s["pathway_k"], trace)            # 19: Retrieve(q_j)
             latent = self.retrieve(hypothetical, s["pathway_k"], trace) if hypothetical else []   # Retrieve(d_j)
             lists += [direct, latent]

@@ -5,7 +5,8 @@
 2. ONE retrieval of the top-k passages for it, k = 20 (eq. 7);
 3. execution feedback: one LM call per passage, in retrieval order, that states the single reading the passage
    answers and its answer, or abstains (eq. 8). The calls are independent: they run at once on a remote LM (up
-   to ``--parallel-calls``, ``disambig.lm.parallel``) and one after another on the in-process engine;
+   to ``--parallel-calls``, ``disambig.lm.parallel``) and one after another on the in-process engine; with a
+   second LM (``--verifier-lm``) it makes these calls, and the run's LM the relaxation and the long answer;
 4. embed each surviving (reading; answer) with the retriever's encoder, cluster with HDBSCAN, drop the noise and
    keep each cluster's medoid, which cites its own passage (section 4.2, Algorithm 1 lines 10-14).
 
@@ -30,6 +31,7 @@ import dspy
 from disambig.data.text import normalize
 from disambig.lm.parallel import call_workers, ordered_map, serialised
 from disambig.lm.usage import Trace, measured
+from disambig.lm.verifier import using_verifier
 from disambig.programs.abstain import says_unknown
 from disambig.programs.conflicts import find_conflicts
 from disambig.programs.context import format_passage, format_passages
@@ -157,7 +159,8 @@ class VerDICt(dspy.Module):
         from dspy.utils.exceptions import AdapterParseError
 
         try:
-            out = self.feedback(question=question, document=passage_text(passage))
+            with using_verifier():
+                out = self.feedback(question=question, document=passage_text(passage))
         except AdapterParseError:
             return Feedback(passage, parse_failed=True)
         return Feedback(passage, stated(out.interpretation), stated_answer(out.answer))
