@@ -57,6 +57,7 @@ def test_drafted_replies_equal_plain_greedy_ones_and_drafts_are_kept(engines):
 @pytest.mark.slow
 def test_draft_batches_are_not_counted_as_prefill(engines):
     plain, drafting = engines
+    _quote(plain), _quote(drafting)  # a call before on each: the engines share a history whichever tests ran here
     with dspy.context(lm=plain, adapter=dspy.JSONAdapter(), cache=False), measured() as without:
         dspy.Predict(Quote)(passage=PASSAGE + " ")
     with dspy.context(lm=drafting, adapter=dspy.JSONAdapter(), cache=False), measured() as with_drafts:
