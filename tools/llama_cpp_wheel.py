@@ -184,7 +184,7 @@ def _build_into(work: Path, version: str, variants: Sequence[str], cmake_args: s
     cmake.write_text(keep_variants(cmake.read_text(encoding="utf-8"), variants), encoding="utf-8")
     top = source / TOP_CMAKE_FILE
     top.write_text(without_common(top.read_text(encoding="utf-8")), encoding="utf-8")
-    logger.info("building %s %s with the CPU backends %s (once per machine; about 6 CPU minutes)",
+    logger.info("building %s %s with the CPU backends %s (once per machine; about 2 minutes on 2 cores)",
                 PROJECT, version, " ".join(variants))
     started = time.monotonic()
     subprocess.run([python, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(work / "out"),
