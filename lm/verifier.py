@@ -21,7 +21,7 @@ _lock = threading.Lock()
 
 
 def verifier_spec() -> str:
-    """The verifier LM spec of this run ("" when the run's LM does the rewriting and verification too, also when the
+    """The second LM spec of this run ("" when the run's LM makes those calls too, also when the
     spec names the run's model in other words, ``local`` and ``local:qwen2.5-1.5b``)."""
     from disambig.lm.spec import same_model
     from disambig.settings import load_settings

@@ -276,3 +276,16 @@ def test_a_second_lm_makes_the_feedback_calls_and_the_runs_lm_the_rest(monkeypat
     assert steps(engine) == ["Turn", "Write"] and steps(second_engine) == ["ONE"] * 9
     assert pred.trace["lm_calls"] == 11
     assert sorted(i["answer"] for i in pred.interpretations) == ["Christine Sinclair", "Cristiano Ronaldo"]
+
+
+def test_the_feedback_calls_at_once_are_decided_by_the_lm_that_makes_them(monkeypatch):
+    from disambig.lm import verifier
+    from disambig.programs.verdict import program as verdict_program
+
+    configure()
+    second, _ = scripted_lm({"ONE document, a passage from the search results": feedback_rule()})
+    monkeypatch.setattr(verifier, "verifier_lm", lambda: second)
+    asked = []
+    monkeypatch.setattr(verdict_program, "call_workers", lambda requested=None: asked.append(dspy.settings.lm) or 1)
+    run()
+    assert asked == [second]

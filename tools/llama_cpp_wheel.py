@@ -224,7 +224,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("action", choices=["build", "check"])
     parser.add_argument("--variants", required=True,
-                        help="x86 CPU variants, space-separated (e.g. 'x64 zen4'), or auto (this CPU's best, x64 if none)")
+                        help="x86 CPU variants, space-separated (e.g. 'x64 zen4'), or auto (this CPU's best, "
+                             "x64 if none)")
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "disambig" / "wheels",
                         help="folder of built wheels (build only)")
     args = parser.parse_args(argv)

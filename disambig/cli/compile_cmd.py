@@ -47,7 +47,8 @@ def compile_(
     teacher_lm: str | None = typer.Option(None, "--teacher-lm",
                                           help="LM that answers the training questions whose passing traces become "
                                                "the demos (bootstrap, bootstrap-rs, mipro; default: --lm), e.g. "
-                                               "local:qwen2.5-1.5b teaching --lm local:qwen2.5-0.5b."),
+                                               "local:qwen2.5-1.5b teaching --lm local:qwen2.5-0.5b. Steps on "
+                                               "--verifier-lm, when given, run on it there too."),
     tune_knobs: int = typer.Option(0, "--tune-knobs", min=0,
                                    help="Optuna trials over the program's numeric knobs before compiling (0 = off)."),
     lm: str | None = options.LM,

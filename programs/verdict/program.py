@@ -151,16 +151,17 @@ class VerDICt(dspy.Module):
         return make_prediction(found, long_answer, trace, passages, conflicts)
 
     def execute(self, question: str, passages: Sequence[Any]) -> list[Feedback]:
-        """One feedback call per passage; results in retrieval order however the calls were scheduled."""
-        return ordered_map(lambda passage: self.read(question, passage), passages, self.workers())
+        """One feedback call per passage, on the run's second LM if it has one; results in retrieval order however the
+        calls were scheduled (as many at once as that LM takes)."""
+        with using_verifier():
+            return ordered_map(lambda passage: self.read(question, passage), passages, self.workers())
 
     def read(self, question: str, passage: Any) -> Feedback:
         """Execution feedback on one passage; an unparsable reply counts as an abstention."""
         from dspy.utils.exceptions import AdapterParseError
 
         try:
-            with using_verifier():
-                out = self.feedback(question=question, document=passage_text(passage))
+            out = self.feedback(question=question, document=passage_text(passage))
         except AdapterParseError:
             return Feedback(passage, parse_failed=True)
         return Feedback(passage, stated(out.interpretation), stated_answer(out.answer))
