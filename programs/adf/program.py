@@ -166,14 +166,13 @@ class ADF(dspy.Module):
         """Algorithm 1 lines 8-21: clusters, sub-questions, HyDE, dual retrieval, fusion."""
         s = self.settings
         groups = self.clusters(question, initial[: s["cluster_depth"]], vectors[: s["cluster_depth"]], trace)
-        with using_verifier():  # the run's second LM, if it has one (--verifier-lm), writes the intents
+        with using_verifier():  # the run's second LM, if it has one (--verifier-lm), writes both
             asked = [self.sub_question(question=question, passages=self.cluster_context(g)).sub_question
                      for g in groups]                                              # 12: q_j <- SummarizeIntent
-        sub_questions = list(distinct([q for q in asked if q], len(asked)) or (question,))
+            sub_questions = list(distinct([q for q in asked if q], len(asked)) or (question,))
+            hypotheticals = [(self.hyde(question=q).passage or "").strip() for q in sub_questions]  # 13: HyDE(q_j)
         pathways, lists, cited = [], [], {}
-        for sub_question in sub_questions:
-            with using_verifier():
-                hypothetical = (self.hyde(question=sub_question).passage or "").strip()   # 13: d_j <- HyDE(q_j)
+        for sub_question, hypothetical in zip(sub_questions, hypotheticals, strict=True):
             direct = self.retrieve(sub_question, s["pathway_k"], trace)            # 19: Retrieve(q_j)
             latent = self.retrieve(hypothetical, s["pathway_k"], trace) if hypothetical else []   # Retrieve(d_j)
             lists += [direct, latent]
