@@ -192,13 +192,28 @@ def make_lm(
     return PricedLM(parsed.model, temperature=temperature, max_tokens=max_tokens, cache=cache, **extra, **kwargs)
 
 
+# Providers of ``litellm.provider_list`` (a test checks each) that a ``PROVIDER/model`` string is accepted with
+# without asking LiteLLM: importing it costs seconds of CPU at each command's start, and the DSPy engine that carries
+# these calls does not need it.
+KNOWN_PROVIDERS = frozenset({
+    "anthropic", "azure", "bedrock", "cerebras", "cohere", "custom_openai", "deepseek", "fireworks_ai", "gemini", "groq",
+    "hosted_vllm", "huggingface", "litellm_proxy", "llamafile", "lm_studio", "mistral", "nvidia_nim", "ollama",
+    "ollama_chat", "openai", "openrouter", "perplexity", "sambanova", "text-completion-openai", "together_ai",
+    "vertex_ai", "vllm", "xai",
+})
+
+
 def check_provider(model: str) -> None:
     """Refuse a LiteLLM model string whose provider LiteLLM does not know (``zzz/model``), before a call is sent:
-    LiteLLM would only say so at the first call, with a traceback. Import LiteLLM after ``use_local_price_map``.
+    LiteLLM would only say so at the first call, with a traceback. A provider of ``KNOWN_PROVIDERS`` passes without
+    LiteLLM; any other string is LiteLLM's to judge (import it after ``use_local_price_map``).
 
     Raises:
         ConfigurationError: one line naming the spec and what is accepted.
     """
+    provider, slash, _ = model.partition("/")
+    if slash and provider in KNOWN_PROVIDERS:
+        return
     import litellm
 
     quiet, litellm.suppress_debug_info = litellm.suppress_debug_info, True  # no "Provider List" banner on stdout

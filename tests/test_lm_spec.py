@@ -100,6 +100,33 @@ def test_a_provider_litellm_does_not_know_is_refused_in_one_line_before_any_call
                                                             "'openai/gpt-4o-mini'")
 
 
+def test_every_provider_taken_without_litellm_is_one_litellm_routes():
+    """``KNOWN_PROVIDERS`` spares each command LiteLLM's import; a name LiteLLM does not route would accept a spec it
+    refuses at the first call."""
+    from disambig.lm.cost import use_local_price_map
+    from disambig.lm.spec import KNOWN_PROVIDERS
+
+    use_local_price_map()
+    import litellm
+
+    routed = {getattr(p, "value", p) for p in litellm.provider_list}
+    assert KNOWN_PROVIDERS <= routed, sorted(KNOWN_PROVIDERS - routed)
+    for provider in KNOWN_PROVIDERS:
+        assert litellm.get_llm_provider(f"{provider}/some-model")[1] == provider
+
+
+def test_a_remote_lm_of_a_known_provider_is_built_without_importing_litellm(tmp_path):
+    """In a fresh interpreter (the process a command runs in): building ``openai/...`` with an API base loads no
+    LiteLLM; an unknown provider still asks it."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from disambig.lm import make_lm; make_lm('openai/m', api_base='http://127.0.0.1:9/v1'); "
+            "print('litellm' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True)
+    assert done.stdout.split() == ["False"], done.stderr[-2000:]
+
+
 def test_local_lm_refuses_api_base():
     with pytest.raises(ConfigurationError, match="api_base"):
         make_lm("local", api_base="http://127.0.0.1:9/v1")
