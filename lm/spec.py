@@ -196,10 +196,10 @@ def make_lm(
 # without asking LiteLLM: importing it costs seconds of CPU at each command's start, and the DSPy engine that carries
 # these calls does not need it.
 KNOWN_PROVIDERS = frozenset({
-    "anthropic", "azure", "bedrock", "cerebras", "cohere", "custom_openai", "deepseek", "fireworks_ai", "gemini", "groq",
-    "hosted_vllm", "huggingface", "litellm_proxy", "llamafile", "lm_studio", "mistral", "nvidia_nim", "ollama",
-    "ollama_chat", "openai", "openrouter", "perplexity", "sambanova", "text-completion-openai", "together_ai",
-    "vertex_ai", "vllm", "xai",
+    "anthropic", "azure", "bedrock", "cerebras", "cohere", "custom_openai", "deepseek", "fireworks_ai", "gemini",
+    "groq", "hosted_vllm", "huggingface", "litellm_proxy", "llamafile", "lm_studio", "mistral", "nvidia_nim",
+    "ollama", "ollama_chat", "openai", "openrouter", "perplexity", "sambanova", "text-completion-openai",
+    "together_ai", "vertex_ai", "vllm", "xai",
 })
 
 
