@@ -18,7 +18,7 @@ from dspy.utils.exceptions import AdapterParseError
 from disambig.data.text import normalize
 from disambig.lm.verifier import using_verifier
 from disambig.programs.seed_demos import predict
-from disambig.signatures import ClassifyAmbiguity, PseudoInterpretations
+from disambig.signatures import ClassifyAmbiguity, GroundedInterpretations, PseudoInterpretations
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,25 @@ class PseudoInterpreter(dspy.Module):
         except AdapterParseError:
             return ("N/A",), "", True
         return tuple(typed.types or ("N/A",)), (typed.reason or "").strip(), False
+
+
+class GroundedInterpreter(PseudoInterpreter):
+    """``classify``, then a rewrite that reads the passages retrieved for the question (``GroundedInterpretations``,
+    ours, no seed demo), so the readings it writes are ones the passages answer; the same ``Readings`` out."""
+
+    def __init__(self, max_readings: int = 5) -> None:
+        super().__init__(max_readings)
+        self.rewrite = predict(GroundedInterpretations)
+
+    def forward(self, question: str, passages: str = "(none)") -> Readings:  # type: ignore[override]
+        types, reason, failed = self.ambiguity(question)
+        rewritten = self.rewrite(passages=passages, question=question, reason=typed_reason(types, reason))
+        questions = distinct(rewritten.sub_questions or [], self.max_readings) or (question,)
+        return Readings(types, reason, questions, failed)
+
+    def on_verifier(self, question: str, passages: str = "(none)") -> Readings:  # type: ignore[override]
+        with using_verifier():
+            return self(question=question, passages=passages)
 
 
 def typed_reason(types: Sequence[str], reason: str) -> str:

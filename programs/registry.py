@@ -54,6 +54,11 @@ PROGRAMS: dict[str, ProgramInfo] = {
         "DIVA's pseudo-interpretations and diversified retrieval, each reading answered on its own from the passages "
         "(the answers grade the retrieval), long answer over the answered readings", True,
     ),
+    "diva-grounded": ProgramInfo(
+        "disambig.programs.diva:DIVAGrounded",
+        "DIVA whose pseudo-interpretations are written from the passages retrieved for the question, then its "
+        "diversified retrieval, verification and adaptive answer", True,
+    ),
     "verdict": ProgramInfo(
         "disambig.programs.verdict:VerDICt",
         "VerDICt: relaxed query, one top-20 retrieval, one feedback call per passage (reading + answer or abstain), "

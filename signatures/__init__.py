@@ -29,7 +29,13 @@ from disambig.signatures.dfa import (
     SameEntity,
     WriteRowTemplate,
 )
-from disambig.signatures.diva import AnchoredAnswer, ClassifyAmbiguity, PseudoInterpretations, VerifyRetrieval
+from disambig.signatures.diva import (
+    AnchoredAnswer,
+    ClassifyAmbiguity,
+    GroundedInterpretations,
+    PseudoInterpretations,
+    VerifyRetrieval,
+)
 from disambig.signatures.expansion import ExpansionKeywords, PseudoDocument, ReasonedAnswer
 from disambig.signatures.judge import (
     AnswerSimilarity,
@@ -63,6 +69,7 @@ __all__ = [
     "ExecutionFeedback",
     "ExpansionKeywords",
     "ExtractInterpretations",
+    "GroundedInterpretations",
     "Intent",
     "InterpretationCovered",
     "JudgeBatch",

@@ -75,7 +75,7 @@ class DIVA(dspy.Module):
 
     def forward(self, question: str) -> dspy.Prediction:
         with measured() as trace:
-            readings, passages = diversified(self.interpret, self.reranker, question, self.k)
+            readings, passages = self.readings_and_passages(question)
             trace.retrieval_calls += 1
             context = format_passages(passages, labelled=False)  # a grader: screened, without the untrusted note
             with using_verifier():
@@ -91,6 +91,10 @@ class DIVA(dspy.Module):
                                probability_source=sorted({c.source for c in checks}),
                                thresholds={"useful": self.useful_threshold, "partial": self.partial_threshold})
         return make_prediction(found, long_answer, trace, passages, conflicts)
+
+    def readings_and_passages(self, question: str) -> tuple[Readings, list[Any]]:
+        """Steps 1-2 (one retrieval call): the pseudo-interpretations and the passages diversified over them."""
+        return diversified(self.interpret, self.reranker, question, self.k)
 
     def check(self, context: str, question: str) -> YesAnswer:
         """Eq. 7 for one pseudo-interpretation, as a probability of Yes."""
@@ -135,12 +139,15 @@ def diversified(interpret: PseudoInterpreter, reranker: Reranker, question: str,
     return readings, diversify(reranker, question, readings.questions, k)
 
 
-def diversify(reranker: Reranker, question: str, readings: Sequence[str], k: int) -> list[Any]:
-    """Eq. 4-5: the question's candidates, union of top-``k`` per reading, pruned to ``k`` by mean relevance.
+def diversify(reranker: Reranker, question: str, readings: Sequence[str], k: int,
+              candidates: list[Any] | None = None) -> list[Any]:
+    """Eq. 4-5: the question's candidates (``candidates`` when the caller fetched them already), union of top-``k``
+    per reading, pruned to ``k`` by mean relevance.
 
     With one reading equal to the question this is exactly ``reranker.search(question, k)``, VanillaRAG's passages.
     """
-    candidates = reranker.candidates(question)
+    if candidates is None:
+        candidates = reranker.candidates(question)
     if not candidates:
         return []
     similarity = reranker.similarity(list(readings), candidates)
