@@ -18,7 +18,7 @@ from dspy.utils.exceptions import AdapterParseError
 from disambig.data.text import normalize
 from disambig.lm.verifier import using_verifier
 from disambig.programs.seed_demos import predict
-from disambig.signatures import ClassifyAmbiguity, GroundedInterpretations, PseudoInterpretations
+from disambig.signatures import ClassifyAmbiguity, PseudoInterpretations
 
 
 @dataclass(frozen=True)
@@ -45,17 +45,19 @@ class PseudoInterpreter(dspy.Module):
         self.classify = predict(ClassifyAmbiguity)
         self.rewrite = predict(PseudoInterpretations)
 
-    def forward(self, question: str) -> Readings:
+    def forward(self, question: str, **context: str) -> Readings:
+        """``context``: further inputs of the rewrite step (a subclass's signature may read more than the question,
+        e.g. ``passages``)."""
         types, reason, failed = self.ambiguity(question)
-        rewritten = self.rewrite(question=question, reason=typed_reason(types, reason))
+        rewritten = self.rewrite(question=question, reason=typed_reason(types, reason), **context)
         questions = distinct(rewritten.sub_questions or [], self.max_readings) or (question,)
         return Readings(types, reason, questions, failed)
 
-    def on_verifier(self, question: str) -> Readings:
-        """``self(question=question)`` on the run's verifier LM when it has one (``--verifier-lm``), as DIVA's
-        rewriting runs in the paper (GPT-4)."""
+    def on_verifier(self, question: str, **context: str) -> Readings:
+        """``self(question=question, **context)`` on the run's verifier LM when it has one (``--verifier-lm``), as
+        DIVA's rewriting runs in the paper (GPT-4)."""
         with using_verifier():
-            return self(question=question)
+            return self(question=question, **context)
 
     def ambiguity(self, question: str) -> tuple[tuple[str, ...], str, bool]:
         """``(types, reason, failed)``: the typing step's answer, or ``(("N/A",), "", True)`` when it cannot be
@@ -65,25 +67,6 @@ class PseudoInterpreter(dspy.Module):
         except AdapterParseError:
             return ("N/A",), "", True
         return tuple(typed.types or ("N/A",)), (typed.reason or "").strip(), False
-
-
-class GroundedInterpreter(PseudoInterpreter):
-    """``classify``, then a rewrite that reads the passages retrieved for the question (``GroundedInterpretations``,
-    ours, no seed demo), so the readings it writes are ones the passages answer; the same ``Readings`` out."""
-
-    def __init__(self, max_readings: int = 5) -> None:
-        super().__init__(max_readings)
-        self.rewrite = predict(GroundedInterpretations)
-
-    def forward(self, question: str, passages: str = "(none)") -> Readings:  # type: ignore[override]
-        types, reason, failed = self.ambiguity(question)
-        rewritten = self.rewrite(passages=passages, question=question, reason=typed_reason(types, reason))
-        questions = distinct(rewritten.sub_questions or [], self.max_readings) or (question,)
-        return Readings(types, reason, questions, failed)
-
-    def on_verifier(self, question: str, passages: str = "(none)") -> Readings:  # type: ignore[override]
-        with using_verifier():
-            return self(question=question, passages=passages)
 
 
 def typed_reason(types: Sequence[str], reason: str) -> str:

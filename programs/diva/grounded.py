@@ -6,6 +6,11 @@ Friday Night Lights"), and two a question, the seed demo's count (docs/RESULTS.m
 the rewrite (``GroundedInterpretations``) reads VanillaRAG's top-K passages for the question first, from the same
 first-stage candidates DIVA then diversifies over (one retrieval call), and names the readings those passages
 answer differently. Verification, the retrieval grade and the adaptive answer are DIVA's.
+
+The passages reach the rewrite framed as every answer-writing step reads them (the untrusted-text note, screened),
+since what it writes travels on: the readings are the verification calls' questions and the queries the passages are
+diversified over. A planted passage the screen misses can so steer the grade and the diversified set, though RAC
+still answers the user's question.
 """
 
 from __future__ import annotations
@@ -14,8 +19,19 @@ from typing import Any
 
 from disambig.programs.context import format_passages
 from disambig.programs.diva.program import DIVA, diversify
-from disambig.programs.interpret import GroundedInterpreter, Readings
+from disambig.programs.interpret import PseudoInterpreter, Readings
 from disambig.programs.rerank import top_k
+from disambig.programs.seed_demos import predict
+from disambig.signatures import GroundedInterpretations
+
+
+class GroundedInterpreter(PseudoInterpreter):
+    """``classify``, then a rewrite that also reads passages (``GroundedInterpretations``, ours, no seed demo):
+    called as ``interpreter(question=..., passages=...)``; the same ``Readings`` out."""
+
+    def __init__(self, max_readings: int = 5) -> None:
+        super().__init__(max_readings)
+        self.rewrite = predict(GroundedInterpretations)
 
 
 class DIVAGrounded(DIVA):
@@ -27,10 +43,12 @@ class DIVAGrounded(DIVA):
         self.interpret = GroundedInterpreter(max_readings)
 
     def readings_and_passages(self, question: str) -> tuple[Readings, list[Any]]:
+        """The question's candidates (one retrieval call), its top ``k`` shown to the rewrite, and the passages
+        diversified over the readings it writes, from the same candidates."""
         candidates = self.reranker.candidates(question)
         shown = []
         if candidates:
             scores = self.reranker.similarity([question], candidates)[0]
             shown = [candidates[i] for i in top_k(scores, self.k)]
-        readings = self.interpret.on_verifier(question, format_passages(shown))
+        readings = self.interpret.on_verifier(question, passages=format_passages(shown))
         return readings, diversify(self.reranker, question, readings.questions, self.k, candidates)
