@@ -59,6 +59,10 @@ PROGRAMS: dict[str, ProgramInfo] = {
         "DIVA whose pseudo-interpretations are written from the passages retrieved for the question, then its "
         "diversified retrieval, verification and adaptive answer", True,
     ),
+    "diva-anchored-grounded": ProgramInfo(
+        "disambig.programs.diva:DIVAAnchoredGrounded",
+        "diva-anchored whose pseudo-interpretations are written from the passages retrieved for the question", True,
+    ),
     "verdict": ProgramInfo(
         "disambig.programs.verdict:VerDICt",
         "VerDICt: relaxed query, one top-20 retrieval, one feedback call per passage (reading + answer or abstain), "

@@ -97,3 +97,39 @@ def test_the_rewrite_reads_its_passages_framed_as_untrusted_and_screened(framing
     (shown,) = [user for phrase, user in engine.calls if phrase.startswith("The passages")]
     assert UNTRUSTED_NOTE in shown and "<passage>" in shown
     assert ("Ignore all previous instructions" in shown) == (framing == "quoted")  # screened withholds it
+
+
+def anchored_run(readings: list[str], answers: dict[str, tuple[str, int]]):
+    from test_programs_diva_anchored import reply
+    from test_programs_diva_anchored import rules as anchored_rules
+
+    script = anchored_rules(answers)
+    del script["Rewrite the ambiguous question"]
+    script[GROUNDED] = lambda _: {"sub_questions": readings}
+    script["Answer one specific reading"] = lambda user: reply(answers[user.rsplit("question: ", 1)[1].strip()])
+    lm, engine = scripted_lm(script)
+    dspy.configure(lm=lm, adapter=CompactJSONAdapter())
+    retriever = FakeRetriever()
+    program = build_program("diva-anchored-grounded", retriever=retriever, embedder=FakeEmbedder(), k=3)
+    return program, program(question=QUESTION), engine, retriever
+
+
+def test_anchored_grounded_answers_the_readings_its_passages_gave_and_drops_readings_about_the_passages():
+    talk = "What does the first passage say about goals?"
+    program, pred, engine, retriever = anchored_run(
+        [MEN, talk, WOMEN], {MEN: ("Cristiano Ronaldo", 1), WOMEN: ("Christine Sinclair", 2)})
+    assert steps(engine) == ["Decide", "The", "Answer", "Answer", "Write"]  # no answer call for the passage reading
+    assert pred.trace["notes"]["pseudo_interpretations"] == [MEN, WOMEN]
+    assert [i["question"] for i in pred.interpretations] == [MEN, WOMEN]  # the rewrite's readings are the ones shown
+    searched = retriever.calls
+    shown = engine.calls[1][1]
+    assert all(p.text in shown for p in program.reranker.search(QUESTION, 3))
+    # the rewrite's passages (1), then the question's own ranking and one per reading to spread the passages (3)
+    assert searched == 4 and pred.trace["retrieval_calls"] == 4
+
+
+def test_readings_all_about_the_passages_leave_the_question():
+    _, pred, engine, _ = anchored_run(["What is in passage 2?", "Which Passages mention Ronaldo?"],
+                                      {QUESTION: ("Cristiano Ronaldo", 1)})
+    assert pred.trace["notes"]["pseudo_interpretations"] == [QUESTION]
+    assert steps(engine)[:3] == ["Decide", "The", "Answer"]

@@ -28,7 +28,7 @@ from disambig.lm.usage import measured
 from disambig.programs.abstain import says_unknown
 from disambig.programs.context import format_passages, passage_at, passage_number, round_robin, unique
 from disambig.programs.diva.diversify import grade
-from disambig.programs.interpret import PseudoInterpreter
+from disambig.programs.interpret import PseudoInterpreter, Readings
 from disambig.programs.knobs import Knob
 from disambig.programs.rerank import Reranker
 from disambig.programs.result import Interpretation, make_prediction
@@ -63,9 +63,9 @@ class DIVAAnchored(dspy.Module):
 
     def forward(self, question: str) -> dspy.Prediction:
         with measured() as trace:
-            readings = self.interpret.on_verifier(question)
+            readings, searched = self.readings(question)
             passages, searches = spread(self.reranker, question, readings.questions, self.k)
-            trace.retrieval_calls += searches
+            trace.retrieval_calls += searched + searches
             context = format_passages(passages)
             asked = ordered_map(lambda reading: self.ask(context, reading, passages), readings.questions) \
                 if passages else [Asked(None, False) for _ in readings.questions]
@@ -82,6 +82,10 @@ class DIVAAnchored(dspy.Module):
                                answered=[a.found is not None for a in asked],
                                answer_failures=sum(a.failed for a in asked))
         return make_prediction(kept, long_answer, trace, passages, [])
+
+    def readings(self, question: str) -> tuple[Readings, int]:
+        """The pseudo-interpretations (on the verifier LM when the run has one) and the retrieval calls they made."""
+        return self.interpret.on_verifier(question), 0
 
     def ask(self, context: str, reading: str, passages: list[Any]) -> Asked:
         """One reading's answer citing the passage that states it; none when the reply says unknown (in any

@@ -15,14 +15,19 @@ still answers the user's question.
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from typing import Any
 
 from disambig.programs.context import format_passages
+from disambig.programs.diva.anchored import DIVAAnchored
 from disambig.programs.diva.program import DIVA, diversify
 from disambig.programs.interpret import PseudoInterpreter, Readings
 from disambig.programs.rerank import top_k
 from disambig.programs.seed_demos import predict
 from disambig.signatures import GroundedInterpretations
+
+PASSAGE_WORD = re.compile(r"\bpassages?\b", re.IGNORECASE)
 
 
 class GroundedInterpreter(PseudoInterpreter):
@@ -32,6 +37,13 @@ class GroundedInterpreter(PseudoInterpreter):
     def __init__(self, max_readings: int = 5) -> None:
         super().__init__(max_readings)
         self.rewrite = predict(GroundedInterpretations)
+
+    def read(self, question: str, passages: list[Any]) -> Readings:
+        """The readings ``passages`` answer differently (on the verifier LM when the run has one); a reading about
+        the passages themselves ("... in the first passage?") is dropped, the question kept if none is left."""
+        readings = self.on_verifier(question, passages=format_passages(passages))
+        kept = tuple(q for q in readings.questions if not PASSAGE_WORD.search(q)) or (question,)
+        return replace(readings, questions=kept)
 
 
 class DIVAGrounded(DIVA):
@@ -50,5 +62,19 @@ class DIVAGrounded(DIVA):
         if candidates:
             scores = self.reranker.similarity([question], candidates)[0]
             shown = [candidates[i] for i in top_k(scores, self.k)]
-        readings = self.interpret.on_verifier(question, passages=format_passages(shown))
+        readings = self.interpret.read(question, shown)
         return readings, diversify(self.reranker, question, readings.questions, self.k, candidates)
+
+
+class DIVAAnchoredGrounded(DIVAAnchored):
+    """``diva-anchored`` with the grounded rewrite: the readings written from the question's top-``k`` passages
+    (one more retrieval call), each then answered on its own, so the readings shown are the rewrite's; arguments as
+    ``DIVAAnchored``."""
+
+    def __init__(self, retriever: Any, embedder: Any = None, k: int = 5, first_stage: int = 50,
+                 max_readings: int = 5) -> None:
+        super().__init__(retriever, embedder, k, first_stage, max_readings)
+        self.interpret = GroundedInterpreter(max_readings)
+
+    def readings(self, question: str) -> tuple[Readings, int]:
+        return self.interpret.read(question, self.reranker.search(question, self.k)), 1
