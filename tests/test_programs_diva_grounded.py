@@ -133,3 +133,24 @@ def test_readings_all_about_the_passages_leave_the_question():
                                       {QUESTION: ("Cristiano Ronaldo", 1)})
     assert pred.trace["notes"]["pseudo_interpretations"] == [QUESTION]
     assert steps(engine)[:3] == ["Decide", "The", "Answer"]
+
+
+@pytest.mark.parametrize(("reading", "dropped"), [
+    ("What does the first passage say about goals?", True), ("Who is named according to the passages?", True),
+    ("What is in passage 2?", True), ("Which player do these passages name?", True),
+    ("Who wrote A Passage to India?", False), ("When was the passage of the Civil Rights Act?", False),
+    ("Who first sailed the Northwest Passage?", False),
+])
+def test_diva_grounded_drops_a_reading_about_the_passages_and_keeps_a_passage_of_the_world(reading, dropped):
+    _, pred, _, _ = run("diva-grounded", {MEN: "Yes", reading: "Yes"}, [MEN, reading])
+    assert pred.trace["notes"]["pseudo_interpretations"] == ([MEN] if dropped else [MEN, reading])
+
+
+def test_a_question_that_speaks_of_a_passage_keeps_its_readings():
+    from disambig.programs.diva.grounded import GroundedInterpreter
+    from disambig.programs.interpret import Readings
+
+    interpreter = GroundedInterpreter()
+    readings = Readings(("N/A",), "", ("Who wrote the first passage of the Bible?", "What is in passage 2 of it?"))
+    interpreter.on_verifier = lambda question, passages: readings
+    assert interpreter.read("Who wrote the first passage of the Bible?", []) == readings

@@ -5,7 +5,8 @@ alone; on the embedded models those readings are mostly paraphrases or readings 
 Friday Night Lights"), and two a question, the seed demo's count (docs/RESULTS.md, "On Qwen2.5-Coder-1.5B"). Here
 the rewrite (``GroundedInterpretations``) reads VanillaRAG's top-K passages for the question first, from the same
 first-stage candidates DIVA then diversifies over (one retrieval call), and names the readings those passages
-answer differently. Verification, the retrieval grade and the adaptive answer are DIVA's.
+answer differently; a reading about the passages themselves ("... in the first passage?") is dropped.
+Verification, the retrieval grade and the adaptive answer are DIVA's.
 
 The passages reach the rewrite framed as every answer-writing step reads them (the untrusted-text note, screened),
 since what it writes travels on: the readings are the verification calls' questions and the queries the passages are
@@ -27,6 +28,10 @@ from disambig.programs.rerank import top_k
 from disambig.programs.seed_demos import predict
 from disambig.signatures import GroundedInterpretations
 
+# A reading about the shown passages rather than the world: "in the first passage", "according to the passages",
+# "passage 2". Not "A Passage to India" or "the passage of the act" (a title, a law passed).
+PASSAGE_TALK = re.compile(r"\b(?:the|this|that|these|those|which|each|other|given|provided|above|first|second|third"
+                          r"|fourth|fifth|last)\s+passages?\b(?!\s+of\b)|\bpassages?\s*\[?\d", re.IGNORECASE)
 PASSAGE_WORD = re.compile(r"\bpassages?\b", re.IGNORECASE)
 
 
@@ -40,9 +45,12 @@ class GroundedInterpreter(PseudoInterpreter):
 
     def read(self, question: str, passages: list[Any]) -> Readings:
         """The readings ``passages`` answer differently (on the verifier LM when the run has one); a reading about
-        the passages themselves ("... in the first passage?") is dropped, the question kept if none is left."""
+        the passages themselves ("... in the first passage?") is dropped, unless the question speaks of a passage
+        too, and the question is kept if none is left."""
         readings = self.on_verifier(question, passages=format_passages(passages))
-        kept = tuple(q for q in readings.questions if not PASSAGE_WORD.search(q)) or (question,)
+        if PASSAGE_WORD.search(question):
+            return readings
+        kept = tuple(q for q in readings.questions if not PASSAGE_TALK.search(q)) or (question,)
         return replace(readings, questions=kept)
 
 
@@ -77,4 +85,6 @@ class DIVAAnchoredGrounded(DIVAAnchored):
         self.interpret = GroundedInterpreter(max_readings)
 
     def readings(self, question: str) -> tuple[Readings, int]:
+        """The grounded readings and the one retrieval call made for the passages the rewrite reads (``spread``
+        ranks the question again when the readings are fewer than ``k``: that search is counted there)."""
         return self.interpret.read(question, self.reranker.search(question, self.k)), 1
