@@ -61,7 +61,11 @@ class Reranker:
         ranks from 1 (the retriever's own top ``k`` when ``first_stage`` is 0)."""
         if self.first_stage == 0:
             return self.retriever.search(query, k)
-        pool = self.candidates(query)
+        return self.rank(query, self.candidates(query), k)
+
+    def rank(self, query: str, pool: list[Any], k: int) -> list[Any]:
+        """The ``k`` passages of ``pool`` (first-stage candidates already fetched) most similar to ``query``, as
+        ``search`` returns them."""
         if not pool:
             return []
         scores = self.similarity([query], pool)[0]

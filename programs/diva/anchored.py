@@ -63,9 +63,9 @@ class DIVAAnchored(dspy.Module):
 
     def forward(self, question: str) -> dspy.Prediction:
         with measured() as trace:
-            readings, searched = self.readings(question)
-            passages, searches = spread(self.reranker, question, readings.questions, self.k)
-            trace.retrieval_calls += searched + searches
+            readings, own = self.readings(question)
+            passages, searches = spread(self.reranker, question, readings.questions, self.k, own)
+            trace.retrieval_calls += searches + (own is not None)
             context = format_passages(passages)
             asked = ordered_map(lambda reading: self.ask(context, reading, passages), readings.questions) \
                 if passages else [Asked(None, False) for _ in readings.questions]
@@ -83,9 +83,10 @@ class DIVAAnchored(dspy.Module):
                                answer_failures=sum(a.failed for a in asked))
         return make_prediction(kept, long_answer, trace, passages, [])
 
-    def readings(self, question: str) -> tuple[Readings, int]:
-        """The pseudo-interpretations (on the verifier LM when the run has one) and the retrieval calls they made."""
-        return self.interpret.on_verifier(question), 0
+    def readings(self, question: str) -> tuple[Readings, list[Any] | None]:
+        """The pseudo-interpretations (on the verifier LM when the run has one), and the question's own ranking when
+        writing them took one (None: they read the question alone)."""
+        return self.interpret.on_verifier(question), None
 
     def ask(self, context: str, reading: str, passages: list[Any]) -> Asked:
         """One reading's answer citing the passage that states it; none when the reply says unknown (in any
@@ -108,7 +109,8 @@ class Asked(NamedTuple):
     failed: bool
 
 
-def spread(reranker: Reranker, question: str, readings: Sequence[str], k: int) -> tuple[list[Any], int]:
+def spread(reranker: Reranker, question: str, readings: Sequence[str], k: int,
+           own: list[Any] | None = None) -> tuple[list[Any], int]:
     """The ``k`` passages and the searches made for them: passages taken rank by rank from several rankings (every
     ranking's best passage before any second best), each reading's as the retriever ranks the whole corpus for it,
     and the question's own (VanillaRAG's: first-stage candidates reranked by cosine) unless there are ``k`` readings
@@ -116,12 +118,13 @@ def spread(reranker: Reranker, question: str, readings: Sequence[str], k: int) -
 
     DIVA's eq. 4-5 instead rerank the question's candidates by cosine to each reading and keep those most relevant
     to all readings on average, which favours passages about the topic in general over the one that answers a
-    single reading.
+    single reading. ``own``: the question's ranking when the caller made it already (not searched or counted again).
     """
     others = [r for r in readings if normalize(r) != normalize(question)]
-    own = [reranker.search(question, k)] if len(others) < k else []
-    lists = own + (reranker.retriever.batch_search(others, k) if others else [])
-    return unique(round_robin(lists), limit=k), len(own) + len(others)
+    searched = own is None and len(others) < k
+    mine = [reranker.search(question, k) if searched else own] if len(others) < k else []
+    lists = mine + (reranker.retriever.batch_search(others, k) if others else [])
+    return unique(round_robin(lists), limit=k), int(searched) + len(others)
 
 
 def completed(long_answer: str, readings: Sequence[Interpretation]) -> str:

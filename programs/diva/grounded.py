@@ -24,7 +24,6 @@ from disambig.programs.context import format_passages
 from disambig.programs.diva.anchored import DIVAAnchored
 from disambig.programs.diva.program import DIVA, diversify
 from disambig.programs.interpret import PseudoInterpreter, Readings
-from disambig.programs.rerank import top_k
 from disambig.programs.seed_demos import predict
 from disambig.signatures import GroundedInterpretations
 
@@ -66,25 +65,22 @@ class DIVAGrounded(DIVA):
         """The question's candidates (one retrieval call), its top ``k`` shown to the rewrite, and the passages
         diversified over the readings it writes, from the same candidates."""
         candidates = self.reranker.candidates(question)
-        shown = []
-        if candidates:
-            scores = self.reranker.similarity([question], candidates)[0]
-            shown = [candidates[i] for i in top_k(scores, self.k)]
-        readings = self.interpret.read(question, shown)
+        readings = self.interpret.read(question, self.reranker.rank(question, candidates, self.k))
         return readings, diversify(self.reranker, question, readings.questions, self.k, candidates)
 
 
 class DIVAAnchoredGrounded(DIVAAnchored):
     """``diva-anchored`` with the grounded rewrite: the readings written from the question's top-``k`` passages
-    (one more retrieval call), each then answered on its own, so the readings shown are the rewrite's; arguments as
-    ``DIVAAnchored``."""
+    (the question's own ranking, made once), each then answered on its own, so the readings shown are the
+    rewrite's; arguments as ``DIVAAnchored``."""
 
     def __init__(self, retriever: Any, embedder: Any = None, k: int = 5, first_stage: int = 50,
                  max_readings: int = 5) -> None:
         super().__init__(retriever, embedder, k, first_stage, max_readings)
         self.interpret = GroundedInterpreter(max_readings)
 
-    def readings(self, question: str) -> tuple[Readings, int]:
-        """The grounded readings and the one retrieval call made for the passages the rewrite reads (``spread``
-        ranks the question again when the readings are fewer than ``k``: that search is counted there)."""
-        return self.interpret.read(question, self.reranker.search(question, self.k)), 1
+    def readings(self, question: str) -> tuple[Readings, list[Any] | None]:
+        """The grounded readings and the question's ranking they were written from (one retrieval call), which
+        ``spread`` then uses as the question's own instead of ranking it again."""
+        own = self.reranker.search(question, self.k)
+        return self.interpret.read(question, own), own
